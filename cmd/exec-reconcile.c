@@ -1,0 +1,204 @@
+/*
+ * exec-reconcile — one bounded reconciliation pass over the retained
+ * results of the current session.
+ *
+ * A pass takes at most --max results (default 32), oldest first, through
+ * the results_deliverable index: only results this session can still
+ * deliver (not refused, bound to this session), so undeliverable rows never
+ * crowd out deliverable ones however many there are.  It stops when its
+ * budget is spent or the session turns out to be over.  It reads and
+ * sends only: it never touches queued work and never runs a guest.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "binding.h"
+#include "cli.h"
+#include "deliver.h"
+#include "jsonout.h"
+#include "runs.h"
+#include "state.h"
+
+static const char PROG[] = "exec-reconcile";
+
+enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN };
+
+static const struct option options[] = {
+	CLI_COMMON_OPTIONS,
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "max", required_argument, NULL, OPT_MAX },
+	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
+	{ "drain", no_argument, NULL, OPT_DRAIN },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char USAGE[] =
+	"Usage: exec-reconcile [OPTION]...\n"
+	"Deliver retained results of the current session in one bounded pass.\n"
+	"\n"
+	"Options:\n"
+	"      --max N            at most N results in a pass (default 32)\n"
+	"      --budget-ms N      the pass (or the whole drain) ends within N ms (default 5000)\n"
+	"      --drain            repeat passes until nothing deliverable is left or the\n"
+	"                         budget ends (the step before moving state to another version)\n"
+	"      --json             one JSON line per result and per pass (doc/json.md)\n"
+	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
+	"  -h, --help             show this help and exit\n"
+	"      --version          show the version and exit\n"
+	"\n"
+	"Exit status: 0 every selected result was delivered or settled; 64 usage;\n"
+	"65 corrupt state; 66 no state directory; 75 some results are still waiting\n"
+	"(transient failures, claimed elsewhere, or budget spent); 77 no current\n"
+	"session, or it ended during the pass; 78 state from another version.\n";
+
+static const char *const status_name[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
+
+struct opts {
+	const char *state_dir;
+	int64_t max, budget_ms;
+	int json, drain;
+};
+
+struct pass {
+	char ids[256][RUN_ID_MAX + 1];
+	int n, delivered, refused, waiting;
+	bool session_over;
+};
+
+/* The pass's selection: deliverable results of b, oldest first. */
+static int
+select_batch(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id FROM results INDEXED BY results_deliverable "
+	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0 ORDER BY chosen_at LIMIT ?3", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	db_bind_i64(q, 3, max);
+	p->n = 0;
+	while ((rc = db_step(&st->db, q, e)) == 1)
+		db_col_text(q, 0, p->ids[p->n++], sizeof p->ids[0]);
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
+}
+
+static void
+print_one(const struct opts *o, const char *id, const struct deliver_report *r)
+{
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s}", "event", "reconcile_result",
+		    "run_id", id, "status", status_name[r->status], "attempts", r->attempts, "detail", r->detail));
+	else
+		printf("%s %s (%d attempts): %s\n", status_name[r->status], id, r->attempts, r->detail);
+}
+
+static int
+run_pass(struct state *st, const struct opts *o, const struct binding *b, int64_t deadline,
+    struct pass *p, struct ek_err *e)
+{
+	struct deliver_report r;
+	int i;
+
+	if (select_batch(st, b, (int)o->max, p, e) < 0)
+		return -1;
+	for (i = 0; i < p->n && mono_ms() < deadline; i++) {
+		if (deliver_result(st, p->ids[i], DELIVER_MAX_ATTEMPTS, deadline, &r, e) < 0)
+			return -1;
+		print_one(o, p->ids[i], &r);
+		p->delivered += r.status == DELIVERED;
+		p->refused += r.status == DELIVER_REFUSED;
+		p->waiting += r.status == DELIVER_FAILED || r.status == DELIVER_BUSY;
+		if (r.status == DELIVER_SESSION_OVER) {
+			p->session_over = true;   /* stop at once: no authority left */
+			break;
+		}
+	}
+	if (!p->session_over)
+		p->waiting += p->n - i;   /* not reached before the deadline */
+	return 0;
+}
+
+static int
+reconcile(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	int64_t deadline = mono_ms() + o->budget_ms;
+	struct pass p;
+	struct session s;
+	int passes = 0;
+
+	if (session_require(st, NULL, &s, e) < 0)
+		return -1;
+	do {
+		memset(&p, 0, sizeof p);
+		if (run_pass(st, o, &s.b, deadline, &p, e) < 0)
+			return -1;
+		passes++;
+		if (o->json)
+			json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "event", "reconcile_pass",
+			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
+			    "waiting", p.waiting, "session_over", p.session_over));
+		if (o->drain && isatty(STDERR_FILENO))
+			fprintf(stderr, "\r%s: pass %d: %d delivered, %d refused, %d waiting ", PROG,
+			    passes, p.delivered, p.refused, p.waiting);
+	} while (o->drain && !p.session_over && p.n == o->max && p.delivered + p.refused > 0 &&
+	    mono_ms() < deadline);
+	if (o->drain && isatty(STDERR_FILENO))
+		fputc('\n', stderr);
+	if (p.session_over)
+		return ek_fail(e, EK_NOSESSION, "session '%s' ended during the pass", s.b.session_id);
+	if (p.waiting)
+		return ek_fail(e, EK_TEMPFAIL, "%d results still waiting for delivery", p.waiting);
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	o->max = 32;
+	o->budget_ms = DELIVER_BUDGET_MS;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_HELP: fputs(USAGE, stdout); return -2;
+		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_JSON: o->json = 1; break;
+		case OPT_DRAIN: o->drain = 1; break;
+		case OPT_MAX:
+			if (cli_parse_i64(optarg, 1, 256, &o->max) < 0)
+				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to 256", optarg);
+			break;
+		case OPT_BUDGET:
+			if (cli_parse_i64(optarg, 1, 86400000, &o->budget_ms) < 0)
+				return cli_usage_error(PROG, "--budget-ms: '%s' is not a number of ms from 1 to 86400000", optarg);
+			break;
+		default: return cli_bad_option(PROG, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	struct state st;
+	struct ek_err e = { 0 };
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc)
+		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
+		return ek_report(PROG, &e);
+	rc = reconcile(&st, &o, &e);
+	state_close(&st);
+	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
+}

@@ -1,0 +1,551 @@
+/*
+ * exec-run — start due runs of the current session, supervise each guest,
+ * choose its terminal result once, retain it, deliver it, then delete the
+ * execution row; and cancel a run.
+ *
+ *   exec-run start      forks one supervisor per due run (up to --slots)
+ *   exec-run supervise  is that supervisor, in the foreground
+ *   exec-run cancel     chooses "cancelled" (if nothing was chosen yet) and
+ *                       asks the supervisor to end the guest
+ *   exec-run wait       waits until no supervisor of the session is left
+ *   exec-run sweep      settles runs whose supervisor vanished (unknown)
+ *
+ * The start marker is committed before the guest is spawned: it marks
+ * entry into dispatch, not proof that the guest started.  A started run is
+ * never started again; if its supervisor vanishes without choosing a
+ * result, the run becomes unknown (lifecycle.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "binding.h"
+#include "cli.h"
+#include "crash.h"
+#include "deliver.h"
+#include "guest.h"
+#include "jsonout.h"
+#include "proc.h"
+#include "result.h"
+#include "runs.h"
+#include "state.h"
+
+static const char PROG[] = "exec-run";
+
+enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
+	OPT_SESSION, OPT_TIMEOUT };
+
+static const struct option options[] = {
+	CLI_COMMON_OPTIONS,
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "slots", required_argument, NULL, OPT_SLOTS },
+	{ "wait", no_argument, NULL, OPT_WAIT },
+	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
+	{ "grace-ms", required_argument, NULL, OPT_GRACE },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "session", required_argument, NULL, OPT_SESSION },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char USAGE[] =
+	"Usage: exec-run [OPTION]... start [--slots N] [--wait]\n"
+	"       exec-run [OPTION]... supervise RUN_ID\n"
+	"       exec-run [OPTION]... cancel RUN_ID --session SID\n"
+	"       exec-run [OPTION]... wait [--timeout-ms N]\n"
+	"       exec-run [OPTION]... sweep\n"
+	"Run accepted work of the current session and report its results.\n"
+	"\n"
+	"Options:\n"
+	"      --slots N          run at most N guests at once (default 4)\n"
+	"      --wait             start: stay until the started supervisors end\n"
+	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
+	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
+	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
+	"      --session SID      cancel: the current session, named by the caller\n"
+	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
+	"      --json             JSON Lines output (doc/json.md)\n"
+	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
+	"  -h, --help             show this help and exit\n"
+	"      --version          show the version and exit\n"
+	"\n"
+	"Exit status: 0 ok (supervise: the result was chosen, whatever the guest\n"
+	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
+	"75 run not startable now, busy, or wait timed out; 77 no current session, or\n"
+	"the run belongs to another session (quarantined); 78 state from another\n"
+	"version.\n";
+
+struct opts {
+	const char *state_dir, *session, *cmd, *run_id;
+	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms;
+	int json, wait;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void
+on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+/* SIGUSR1 = cancel; TERM/INT/HUP = stop.  No SA_RESTART: poll wakes up. */
+static void
+catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* --- supervise ------------------------------------------------------------ */
+
+/* Words of the result: outcome, exit code and message for how it ended. */
+static void
+describe_end(const struct run *r, const struct guest_end *end, const char **outcome,
+    int *code, char *msg, size_t n)
+{
+	int ws = end->wait_status;
+
+	*code = guest_exit_code(end);
+	if (end->why == GUEST_EXEC_FAILED) {
+		*outcome = "exec_failed";
+		snprintf(msg, n, "cannot execute '%s': %s", r->program, strerror(end->exec_errno));
+	} else if (end->why == GUEST_TIMEOUT) {
+		*outcome = "timeout";
+		*code = 124;
+		snprintf(msg, n, "timed out after %lld ms", (long long)r->timeout_ms);
+	} else if (end->why == GUEST_STOPPED) {
+		*outcome = "cancelled";
+		*code = 128 + SIGTERM;
+		snprintf(msg, n, "%s", end->stop_signal == SIGUSR1 ? "cancelled" :
+		    "cancelled: the supervisor was asked to stop");
+	} else if (WIFSIGNALED(ws)) {
+		*outcome = "killed";
+		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+	} else {
+		*outcome = "exited";
+		snprintf(msg, n, "exited with status %d", WEXITSTATUS(ws));
+	}
+}
+
+static int
+capture_paths(struct state *st, const char *run_id, char out[][PATH_MAX])
+{
+	const char *suffix[] = { "stdout", "stderr", "limits" };
+	char name[RUN_ID_MAX + 16];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof name, "out/%s.%s", run_id, suffix[i]);
+		if (state_path(st, name, out[i], PATH_MAX) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Spawn and supervise the guest of r until it ends. */
+static int
+run_guest(struct state *st, const struct opts *o, const struct run *r, struct guest_end *end,
+    struct ek_err *e)
+{
+	char paths[3][PATH_MAX];
+	struct guest g;
+	struct guest_spec gs = { .program = r->program, .cwd = r->cwd, .args = r->args,
+		.env = r->env, .run_id = r->run_id, .txn_id = r->txn_id, .state_dir = st->dir,
+		.umask = st->umask_orig, .max_output = (size_t)o->max_output };
+	int rc;
+
+	if (capture_paths(st, r->run_id, paths) < 0)
+		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
+	gs.out_path = paths[0];
+	gs.err_path = paths[1];
+	gs.limits_file = paths[2];
+	if ((rc = guest_spawn(&gs, &g, e)) < 0)
+		return -1;
+	if (run_set_guest(st, r->run_id, g.pid, e) < 0) {
+		stop_signal = SIGTERM;   /* cannot record it: end the guest, keep going */
+	}
+	crash_point("after-spawn");
+	guest_wait(&g, r->timeout_ms ? mono_ms() + r->timeout_ms : 0, &stop_signal, o->grace_ms, end);
+	guest_close(&g);
+	if (rc > 0) {
+		end->why = GUEST_EXEC_FAILED;
+		end->exec_errno = rc;
+	}
+	return 0;
+}
+
+static int
+print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
+    const struct deliver_report *d)
+{
+	static const char *const names[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
+
+	if (o->json)
+		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
+		    "run_id", run_id, "outcome", outcome, "exit_code", code,
+		    "delivery", names[d->status], "attempts", d->attempts, "detail", d->detail));
+	printf("%s %s %d: %s (%d attempts): %s\n", run_id, outcome, code, names[d->status],
+	    d->attempts, d->detail);
+	return 0;
+}
+
+/* Choose, retain, deliver, delete the execution row. */
+static int
+finish(struct state *st, const struct opts *o, const struct run *r, const struct guest_end *end,
+    struct ek_err *e)
+{
+	char msg[RESULT_MESSAGE_MAX + 1];
+	const char *outcome;
+	struct deliver_report d;
+	struct result res;
+	bool won;
+	int code;
+
+	describe_end(r, end, &outcome, &code, msg, sizeof msg);
+	if (result_choose(st, r->run_id, &r->b, outcome, code,
+	    end->why == GUEST_EXEC_FAILED ? -1 : end->wait_status, msg, &won, e) < 0)
+		return -1;
+	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
+		return -1;
+	if (run_delete(st, r->run_id, e) < 0)
+		return -1;
+	crash_point("after-report");
+	if (!won && result_load(st, r->run_id, &res, e) == 1) {
+		print_delivery(o, r->run_id, res.outcome, res.exit_code, &d);   /* the other chooser's */
+		result_free(&res);
+		return 0;
+	}
+	return print_delivery(o, r->run_id, outcome, code, &d);
+}
+
+/* Why run r cannot be started by this session, as an error. */
+static int
+not_startable(struct state *st, const struct run *r, struct ek_err *e)
+{
+	struct session cur;
+	int rc = session_current(st, &cur, e);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0 || !binding_eq(&cur.b, &r->b))
+		return ek_fail(e, EK_NOSESSION, "run '%s' belongs to session '%s', not the current "
+		    "session: it stays quarantined", r->run_id, r->b.session_id[0] ? r->b.session_id : "(empty)");
+	return ek_fail(e, EK_TEMPFAIL, "run '%s' is %s%s: not startable", r->run_id, r->state,
+	    r->cancel_at ? " and cancelled" : "");
+}
+
+static int
+cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct guest_end end;
+	struct run r;
+	int rc;
+
+	catch_stop_signals();
+	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
+	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
+		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
+	rc = run_mark_started(st, r.run_id, &r.b, getpid(), proc_start_time(getpid()), e);
+	if (rc == 0)
+		rc = not_startable(st, &r, e);
+	if (rc > 0) {
+		crash_point("start-marker");
+		rc = run_guest(st, o, &r, &end, e);
+		if (rc == 0)
+			rc = finish(st, o, &r, &end, e);
+	}
+	run_free(&r);
+	return rc;
+}
+
+/* --- start ---------------------------------------------------------------- */
+
+struct starter {
+	const struct opts *o;
+	struct state *st;
+	char self[PATH_MAX];
+	int started;
+	pid_t kids[256];
+	int nkids;
+};
+
+/* Child side of a start: become a detached supervisor for run_id. */
+static void
+exec_supervisor(const struct starter *s, const char *run_id)
+{
+	char budget[32], grace[32], maxout[32];
+	char *argv[] = { (char *)PROG, "--state-dir", s->st->dir, "--budget-ms", budget,
+		"--grace-ms", grace, "--max-output", maxout, NULL, "supervise", "--",
+		(char *)run_id, NULL };
+
+	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
+	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);
+	snprintf(maxout, sizeof maxout, "%lld", (long long)s->o->max_output);
+	if (s->o->json) {
+		argv[9] = "--json";
+	} else {
+		memmove(&argv[9], &argv[10], 4 * sizeof argv[0]);
+	}
+	setsid();
+	execv(s->self, argv);
+	fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(errno));
+	_exit(EK_OSERR);
+}
+
+/* A detached supervisor outlives our stdout: it writes to out/supervisors.log. */
+static void
+detach_output(struct state *st)
+{
+	char path[PATH_MAX];
+	int null = open("/dev/null", O_RDONLY), fd = -1;
+
+	if (state_path(st, "out/supervisors.log", path, sizeof path) == 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (null >= 0)
+		dup2(null, STDIN_FILENO);
+	if (fd >= 0) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+	}
+}
+
+/* Fork a supervisor: waited for with --wait, detached otherwise. */
+static int
+start_one(const char *run_id, void *arg)
+{
+	struct starter *s = arg;
+	pid_t pid;
+
+	fflush(stdout);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		if (!s->o->wait) {
+			if (fork() != 0)
+				_exit(0);   /* the grandchild is reparented: nobody waits on it */
+			detach_output(s->st);
+		}
+		exec_supervisor(s, run_id);
+	}
+	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
+		s->kids[s->nkids++] = pid;
+	else
+		waitpid(pid, NULL, 0);
+	s->started++;
+	if (!s->o->wait && !s->o->json)
+		printf("started %s\n", run_id);
+	return 0;
+}
+
+static int
+cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct starter s = { .o = o, .st = st };
+	struct session cur;
+	int unknown, finished, live, i;
+	ssize_t n;
+
+	if (session_require(st, NULL, &cur, e) < 0 ||
+	    run_sweep(st, &unknown, &finished, e) < 0 ||
+	    run_count_live(st, &cur.b, &live, e) < 0)
+		return -1;
+	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
+		return ek_fail(e, EK_OSERR, "readlink /proc/self/exe: %s", strerror(errno));
+	s.self[n] = '\0';
+	if (live < o->slots &&
+	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) < 0)
+		return -1;
+	for (i = 0; i < s.nkids; i++)
+		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	if (o->json && !o->wait)
+		json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i}", "event", "start", "started", s.started,
+		    "running_before", live, "unknown_found", unknown));
+	return 0;
+}
+
+/* --- cancel ------------------------------------------------------------- */
+
+/* A run still queued: nothing runs; its cancelled result is delivered here. */
+static int
+cancel_queued(struct state *st, const struct opts *o, const struct run *r, struct ek_err *e)
+{
+	struct deliver_report d;
+
+	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0 ||
+	    run_delete(st, r->run_id, e) < 0)
+		return -1;
+	return print_delivery(o, r->run_id, "cancelled", 128 + SIGTERM, &d);
+}
+
+static int
+cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session cur;
+	struct run r;
+	bool won;
+	int rc;
+
+	if (session_require(st, o->session, &cur, e) < 0)
+		return -1;
+	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
+		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row (never "
+		    "accepted, or it has already ended)", o->run_id);
+	if (!binding_eq(&cur.b, &r.b))
+		rc = ek_fail(e, EK_NOSESSION, "run '%s' belongs to session '%s': quarantined, "
+		    "the current session cannot cancel it", r.run_id, r.b.session_id[0] ? r.b.session_id : "(empty)");
+	else if (strcmp(r.state, "unknown") == 0)
+		rc = ek_fail(e, EK_NOINPUT, "run '%s' has an unknown outcome: nothing to cancel", r.run_id);
+	run_free(&r);
+	if (rc < 0 || run_mark_cancel(st, o->run_id, &r, e) < 0)
+		return -1;
+	rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled", &won, e);
+	if (rc == 0 && strcmp(r.state, "queued") == 0)
+		rc = cancel_queued(st, o, &r, e);
+	else if (rc == 0 && proc_alive(r.sup_pid, r.sup_start))
+		kill(r.sup_pid, SIGUSR1);   /* the supervisor ends the guest and reports */
+	if (rc == 0 && strcmp(r.state, "queued") != 0 && !o->json)
+		printf("%s %s\n", won ? "cancelled" : "already ended", r.run_id);
+	else if (rc == 0 && strcmp(r.state, "queued") != 0)
+		json_emit(stdout, json_pack("{s:s, s:s, s:b}", "event", "cancel", "run_id", r.run_id, "chosen", won));
+	run_free(&r);
+	return rc;
+}
+
+/* --- wait and sweep ------------------------------------------------------------ */
+
+static int
+cmd_wait(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	int64_t until = mono_ms() + o->timeout_ms;
+	struct timespec tick = { 0, 50 * 1000000L };
+	struct session cur;
+	int live;
+
+	if (session_require(st, NULL, &cur, e) < 0)
+		return -1;
+	for (;;) {
+		if (run_count_live(st, &cur.b, &live, e) < 0)
+			return -1;
+		if (live == 0)
+			return 0;
+		if (mono_ms() >= until)
+			return ek_fail(e, EK_TEMPFAIL, "%d runs still running after %lld ms", live,
+			    (long long)o->timeout_ms);
+		nanosleep(&tick, NULL);
+	}
+}
+
+static int
+cmd_sweep(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	int unknown, finished;
+
+	if (run_sweep(st, &unknown, &finished, e) < 0)
+		return -1;
+	if (o->json)
+		return json_emit(stdout, json_pack("{s:s, s:i, s:i}", "event", "sweep", "unknown", unknown,
+		    "finished", finished));
+	printf("%d runs became unknown, %d finished runs tidied\n", unknown, finished);
+	return 0;
+}
+
+/* --- options and main ---------------------------------------------------------- */
+
+static int
+number(const char *name, const char *arg, int64_t min, int64_t max, int64_t *out)
+{
+	if (cli_parse_i64(arg, min, max, out) < 0)
+		return cli_usage_error(PROG, "--%s: '%s' is not a number from %lld to %lld", name, arg,
+		    (long long)min, (long long)max);
+	return 0;
+}
+
+static int
+parse_opt(int c, struct opts *o, char **argv)
+{
+	switch (c) {
+	case OPT_HELP: fputs(USAGE, stdout); return -2;
+	case OPT_VERSION: cli_version(PROG); return -2;
+	case OPT_STATE_DIR: o->state_dir = optarg; return 0;
+	case OPT_JSON: o->json = 1; return 0;
+	case OPT_WAIT: o->wait = 1; return 0;
+	case OPT_SESSION: o->session = optarg; return 0;
+	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
+	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);
+	case OPT_GRACE: return number("grace-ms", optarg, 0, 3600000, &o->grace_ms);
+	case OPT_MAX_OUTPUT: return number("max-output", optarg, 0, 1LL << 30, &o->max_output);
+	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
+	default: return cli_bad_option(PROG, argv);
+	}
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	int c, rc;
+	bool needs_id;
+
+	*o = (struct opts){ .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
+		.max_output = 1 << 20, .timeout_ms = 60000 };
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		if ((rc = parse_opt(c, o, argv)) != 0)
+			return rc;
+	if (optind == argc)
+		return cli_usage_error(PROG, "missing command");
+	o->cmd = argv[optind++];
+	needs_id = strcmp(o->cmd, "supervise") == 0 || strcmp(o->cmd, "cancel") == 0;
+	if (!needs_id && strcmp(o->cmd, "start") && strcmp(o->cmd, "wait") && strcmp(o->cmd, "sweep"))
+		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
+	if (needs_id && optind + 1 != argc)
+		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd);
+	if (!needs_id && optind != argc)
+		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
+	o->run_id = needs_id ? argv[optind] : NULL;
+	if (o->run_id && !run_id_valid(o->run_id))
+		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->run_id);
+	if (strcmp(o->cmd, "cancel") == 0 && !o->session)
+		return cli_usage_error(PROG, "cancel needs --session SID (the current session)");
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+	struct state st;
+	struct ek_err e = { 0 };
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc)
+		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
+		return ek_report(PROG, &e);
+	if (strcmp(o.cmd, "start") == 0)
+		rc = cmd_start(&st, &o, &e);
+	else if (strcmp(o.cmd, "supervise") == 0)
+		rc = cmd_supervise(&st, &o, &e);
+	else if (strcmp(o.cmd, "cancel") == 0)
+		rc = cmd_cancel(&st, &o, &e);
+	else if (strcmp(o.cmd, "wait") == 0)
+		rc = cmd_wait(&st, &o, &e);
+	else
+		rc = cmd_sweep(&st, &o, &e);
+	state_close(&st);
+	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
+}

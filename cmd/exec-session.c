@@ -1,0 +1,315 @@
+/*
+ * exec-session — negotiate, heartbeat, close and show the control session.
+ *
+ * Opening a session makes every row accepted under any other binding
+ * quarantined (binding.h) and prints the startup report: how many rows are
+ * quarantined and how many retained results are unreconciled, by cause.
+ * The credential is stored in state.db (0600) and never printed.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "binding.h"
+#include "cli.h"
+#include "client.h"
+#include "jsonout.h"
+#include "runs.h"
+#include "state.h"
+#include "summary.h"
+
+static const char PROG[] = "exec-session";
+
+enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT };
+
+static const struct option options[] = {
+	CLI_COMMON_OPTIONS,
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char USAGE[] =
+	"Usage: exec-session [OPTION]... open --dispatcher URL\n"
+	"       exec-session [OPTION]... heartbeat|close|show|report\n"
+	"Negotiate, keep and end the executor's control session.\n"
+	"\n"
+	"Commands:\n"
+	"  open       negotiate a new session (the previous one becomes replaced),\n"
+	"             quarantine rows of every other binding, print the startup report\n"
+	"  heartbeat  extend the lease; says 'reconcile-due' when results wait\n"
+	"  close      end the session at the dispatcher and here\n"
+	"  show       list every session this state has had\n"
+	"  report     print the startup report without opening a session\n"
+	"\n"
+	"Options:\n"
+	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
+	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
+	"      --json             JSON Lines output (doc/json.md)\n"
+	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
+	"  -h, --help             show this help and exit\n"
+	"      --version          show the version and exit\n"
+	"\n"
+	"Exit status: 0 ok; 64 usage; 65 corrupt state; 66 no state directory;\n"
+	"69 dispatcher unavailable; 76 dispatcher answered nonsense; 77 no current\n"
+	"session or session over; 78 state from another version.\n";
+
+struct opts {
+	const char *state_dir, *dispatcher, *cmd;
+	int64_t timeout_ms;
+	int json;
+};
+
+static void
+print_report(const struct opts *o, const struct session *s, const struct summary *sm, const char *event)
+{
+	if (o->json) {
+		json_t *j = summary_json(sm);
+		json_object_set_new(j, "event", json_string(event));
+		if (s) {
+			json_object_set_new(j, "session_id", json_string(s->b.session_id));
+			json_object_set_new(j, "incarnation", json_string(s->b.incarnation));
+			json_object_set_new(j, "dispatcher", json_string(s->dispatcher));
+		}
+		json_emit(stdout, j);
+		return;
+	}
+	if (s)
+		printf("session %s (incarnation %s) is current at %s\n",
+		    s->b.session_id, s->b.incarnation, s->dispatcher);
+	else
+		printf("no current session\n");
+	printf("quarantined: %lld runs of other sessions (%lld queued, %lld started)\n",
+	    (long long)sm->quarantined, (long long)sm->quarantined_queued, (long long)sm->quarantined_started);
+	printf("unknown: %lld runs\n", (long long)sm->unknown);
+	printf("unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, refused %lld)\n",
+	    (long long)(sm->deliverable + sm->earlier_session + sm->refused), (long long)sm->deliverable,
+	    (long long)sm->earlier_session, (long long)sm->refused);
+	printf("receipts: %lld\n", (long long)sm->receipts);
+}
+
+/* Parse the negotiation answer into s and cred. */
+static int
+read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_err *e)
+{
+	const char *inc = client_id_field(a, "incarnation", 64);
+	const char *sid = client_id_field(a, "session_id", 64);
+	const char *c = client_id_field(a, "credential", 200);
+	json_t *lease = json_object_get(a, "lease_ms"), *hb = json_object_get(a, "heartbeat_ms");
+
+	if (!inc || !sid || !c || !json_is_integer(lease) || !json_is_integer(hb) ||
+	    json_integer_value(lease) <= 0 || json_integer_value(hb) <= 0)
+		return ek_fail(e, EK_PROTOCOL, "negotiation answer lacks a valid incarnation, "
+		    "session_id, credential, lease_ms or heartbeat_ms");
+	snprintf(s->b.incarnation, sizeof s->b.incarnation, "%s", inc);
+	snprintf(s->b.session_id, sizeof s->b.session_id, "%s", sid);
+	snprintf(cred, n, "%s", c);
+	s->lease_ms = json_integer_value(lease);
+	s->heartbeat_ms = json_integer_value(hb);
+	return 0;
+}
+
+static int
+cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session s = { 0 };
+	struct summary sm;
+	char cred[256];
+	json_t *req, *ans;
+	int unknown, finished, rc;
+
+	if (run_sweep(st, &unknown, &finished, e) < 0)
+		return -1;
+	req = json_pack("{s:s}", "executor_id", st->executor_id);
+	rc = client_call(o->dispatcher, "POST", "/v1/sessions", NULL, req, o->timeout_ms, &ans, NULL, e);
+	json_decref(req);
+	if (rc < 0)
+		return -1;
+	rc = read_negotiation(ans, &s, cred, sizeof cred, e);
+	json_decref(ans);
+	if (rc < 0)
+		return -1;
+	snprintf(s.dispatcher, sizeof s.dispatcher, "%s", o->dispatcher);
+	s.opened_at = now_ms();
+	rc = session_begin(st, &s, cred, e);
+	memset(cred, 0, sizeof cred);
+	if (rc < 0 || summary_read(st, &sm, e) < 0)
+		return -1;
+	snprintf(s.status, sizeof s.status, "current");
+	print_report(o, &s, &sm, "session_open");
+	return 0;
+}
+
+/* Ask the dispatcher about the current session; mark it over if it says so. */
+static int
+session_call(struct state *st, const struct opts *o, const char *method, const char *what,
+    json_t **ans, struct session *s, struct ek_err *e)
+{
+	char path[256], cred[256], over[16] = "";
+	int rc;
+
+	if (session_require(st, NULL, s, e) < 0 ||
+	    session_credential(st, &s->b, cred, sizeof cred, e) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/v1/sessions/%s%s", s->b.session_id, what);
+	rc = client_call(s->dispatcher, method, path, cred, NULL, o->timeout_ms, ans, over, e);
+	memset(cred, 0, sizeof cred);
+	if (rc < 0 && over[0]) {
+		struct ek_err e2;
+		if (session_end(st, &s->b, over, &e2) < 0)
+			*e = e2;
+	}
+	return rc;
+}
+
+static int
+deliverable_count(struct state *st, int64_t *n, struct ek_err *e)
+{
+	struct summary sm;
+
+	if (summary_read(st, &sm, e) < 0)
+		return -1;
+	*n = sm.deliverable;
+	return 0;
+}
+
+static int
+cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session s;
+	json_t *ans;
+	int64_t n;
+
+	if (session_call(st, o, "POST", "/heartbeat", &ans, &s, e) < 0)
+		return -1;
+	json_decref(ans);
+	if (session_beat(st, &s.b, e) < 0 || deliverable_count(st, &n, e) < 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I}", "event", "heartbeat",
+		    "session_id", s.b.session_id, "status", "current", "reconcile_due", n > 0,
+		    "deliverable", (json_int_t)n));
+	else
+		printf("%s\n", n > 0 ? "reconcile-due" : "current");
+	return 0;
+}
+
+static int
+cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session s;
+	json_t *ans = NULL;
+	int rc = session_call(st, o, "DELETE", "", &ans, &s, e);
+
+	json_decref(ans);
+	if (rc < 0 && e->code != EK_UNAVAILABLE && e->code != EK_PROTOCOL)
+		return -1;
+	/* Closing is the operator's decision: it holds here even if the
+	 * dispatcher could not be told, and the exit code says so. */
+	if (session_end(st, &s.b, "closed", rc < 0 ? NULL : e) < 0 && rc == 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b}", "event", "session_close",
+		    "session_id", s.b.session_id, "status", "closed", "dispatcher_told", rc == 0));
+	else
+		printf("session %s closed%s\n", s.b.session_id,
+		    rc == 0 ? "" : " here; the dispatcher could not be told");
+	return rc;
+}
+
+static int
+show_one(const struct session *s, void *arg)
+{
+	const struct opts *o = arg;
+
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:I}",
+		    "session_id", s->b.session_id, "incarnation", s->b.incarnation,
+		    "dispatcher", s->dispatcher, "status", s->status,
+		    "opened_at", (json_int_t)s->opened_at,
+		    "ended_at", s->ended_at ? json_integer(s->ended_at) : json_null(),
+		    "lease_ms", (json_int_t)s->lease_ms, "heartbeat_ms", (json_int_t)s->heartbeat_ms));
+	else
+		printf("%-22s %-22s %-9s %s\n", s->b.session_id, s->b.incarnation, s->status, s->dispatcher);
+	return 0;
+}
+
+static int
+cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session s;
+	struct summary sm;
+	int rc = session_current(st, &s, e);
+
+	if (rc < 0 || summary_read(st, &sm, e) < 0)
+		return -1;
+	print_report(o, rc ? &s : NULL, &sm, "startup_report");
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	o->timeout_ms = CLIENT_TIMEOUT_MS;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_HELP: fputs(USAGE, stdout); return -2;
+		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_JSON: o->json = 1; break;
+		case OPT_DISPATCHER: o->dispatcher = optarg; break;
+		case OPT_TIMEOUT:
+			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
+				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
+			break;
+		default: return cli_bad_option(PROG, argv);
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error(PROG, optind == argc ? "missing command" : "too many operands");
+	o->cmd = argv[optind];
+	if (strcmp(o->cmd, "open") == 0 && !o->dispatcher)
+		return cli_usage_error(PROG, "open needs --dispatcher URL");
+	if (strcmp(o->cmd, "open") != 0 && o->dispatcher)
+		return cli_usage_error(PROG, "--dispatcher goes with open only");
+	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&
+	    strncmp(o->dispatcher, "https://", 8) != 0)
+		return cli_usage_error(PROG, "--dispatcher: '%s' is not an http:// or https:// URL", o->dispatcher);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	struct state st;
+	struct ek_err e = { 0 };
+	int rc = parse_args(argc, argv, &o), flags = 0;
+
+	if (rc)
+		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+	if (strcmp(o.cmd, "open") == 0)
+		flags = STATE_CREATE;
+	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
+	    strcmp(o.cmd, "show") && strcmp(o.cmd, "report"))
+		return cli_usage_error(PROG, "unknown command '%s'", o.cmd);
+	if (state_open(&st, cli_state_dir(o.state_dir), flags, &e) < 0)
+		return ek_report(PROG, &e);
+	if (strcmp(o.cmd, "open") == 0)
+		rc = cmd_open(&st, &o, &e);
+	else if (strcmp(o.cmd, "heartbeat") == 0)
+		rc = cmd_heartbeat(&st, &o, &e);
+	else if (strcmp(o.cmd, "close") == 0)
+		rc = cmd_close(&st, &o, &e);
+	else if (strcmp(o.cmd, "show") == 0)
+		rc = session_each(&st, show_one, &o, &e);
+	else
+		rc = cmd_report(&st, &o, &e);
+	state_close(&st);
+	rc = rc < 0 ? ek_report(PROG, &e) : EK_OK;
+	return cli_finish(PROG, rc);
+}

@@ -1,0 +1,46 @@
+/*
+ * cli — the conventions every exec-* tool shares: --help, --version,
+ * usage errors, number parsing, the state directory default, and a
+ * checked exit that treats a failed write to stdout as an error.
+ */
+#ifndef EK_CLI_H
+#define EK_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Long options every tool accepts, with these values in its option table. */
+enum { OPT_HELP = 'h', OPT_VERSION = 0x100, OPT_STATE_DIR, OPT_JSON,
+	OPT_FIRST_TOOL /* tool-specific options start here */ };
+
+#define CLI_COMMON_OPTIONS \
+	{ "help", no_argument, NULL, OPT_HELP }, \
+	{ "version", no_argument, NULL, OPT_VERSION }
+
+/* Print "prog (execkit) VERSION" on stdout. */
+void cli_version(const char *prog);
+
+/* Print "prog: msg" and "Try 'prog --help'" on stderr; return EK_USAGE. */
+int cli_usage_error(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Report the option getopt_long rejected (optopt / argv[optind-1]). */
+int cli_bad_option(const char *prog, char **argv);
+
+/* Parse a whole decimal number in [min, max]; 0 on success, -1 otherwise. */
+int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* The state directory: --state-dir, else $EXEC_STATE_DIR, else
+ * $XDG_STATE_HOME/execkit, else $HOME/.local/state/execkit. Never NULL. */
+const char *cli_state_dir(const char *opt);
+
+/* Flush stdout; on failure print "prog: write error: ..." and return
+ * EK_IOERR, else return rc. Call as the last thing in main(). */
+int cli_finish(const char *prog, int rc);
+
+/* Milliseconds since the epoch (wall clock) and a monotonic clock. */
+int64_t now_ms(void);
+int64_t mono_ms(void);
+
+#endif

@@ -1,0 +1,74 @@
+/* client — see client.h. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "http.h"
+
+const char *
+client_id_field(json_t *o, const char *key, size_t max)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	size_t i;
+
+	if (!s || !*s || strlen(s) > max)
+		return NULL;
+	for (i = 0; s[i]; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+			return NULL;
+	return s;
+}
+
+static int
+answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)
+{
+	const char *err = json_string_value(json_object_get(o, "error"));
+	const char *st = json_string_value(json_object_get(o, "status"));
+
+	if (r->status == 0)
+		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable: %s", url, r->transport);
+	if (r->status == 429 || r->status >= 500)
+		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable: HTTP %ld", url, r->status);
+	if (r->status == 401 || r->status == 410) {
+		if (over)
+			snprintf(over, 16, "%s", r->status == 410 && st ? st : "revoked");
+		return ek_fail(e, EK_NOSESSION, "%s: session is over (%s)", url,
+		    r->status == 410 && st ? st : "credential refused");
+	}
+	return ek_fail(e, EK_PROTOCOL, "%s: dispatcher answered HTTP %ld%s%s", url, r->status,
+	    err ? ": " : "", err ? err : "");
+}
+
+int
+client_call(const char *base, const char *method, const char *path, const char *cred,
+    json_t *body, int64_t timeout_ms, json_t **out, char *over, struct ek_err *e)
+{
+	char url[2048];
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct http_reply r;
+	json_t *o = NULL;
+	int rc;
+
+	*out = NULL;
+	snprintf(url, sizeof url, "%s%s", base, path);
+	rc = http_request(method, url, cred, text, text ? strlen(text) : 0, timeout_ms, &r, e);
+	free(text);
+	if (rc < 0)
+		return -1;
+	if (r.status != 0)
+		o = json_loadb(r.body, r.len, 0, NULL);
+	if (r.status >= 200 && r.status < 300 && json_is_object(o)) {
+		*out = o;
+		rc = 0;
+	} else if (r.status >= 200 && r.status < 300) {
+		rc = ek_fail(e, EK_PROTOCOL, "%s: malformed answer (not a JSON object)", url);
+	} else {
+		rc = answer_error(url, &r, o, over, e);
+	}
+	if (rc < 0)
+		json_decref(o);
+	http_reply_free(&r);
+	return rc;
+}

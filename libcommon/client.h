@@ -1,0 +1,27 @@
+/*
+ * client — JSON calls to the dispatcher's session endpoints (negotiate,
+ * heartbeat, close, work feed, receipts), with one mapping from answers to
+ * exit codes: no answer, 429 and 5xx → EK_UNAVAILABLE; 401/410 → the
+ * session is over (EK_NOSESSION, *over names how); anything else
+ * unexpected → EK_PROTOCOL.  Result reports go through deliver.h instead.
+ */
+#ifndef EK_CLIENT_H
+#define EK_CLIENT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define CLIENT_TIMEOUT_MS 5000
+
+/* Call base+path.  On a 2xx answer *out is the parsed object (caller
+ * decrefs).  over (16 bytes, may be NULL) receives the session status when
+ * the answer says the session is over. */
+int client_call(const char *base, const char *method, const char *path, const char *cred,
+    json_t *body, int64_t timeout_ms, json_t **out, char *over, struct ek_err *e);
+
+/* A string field of at most max bytes of [A-Za-z0-9._:-]; NULL if not. */
+const char *client_id_field(json_t *o, const char *key, size_t max);
+
+#endif

@@ -1,0 +1,186 @@
+/* db — see db.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+
+static int
+commit_hook(void *arg)
+{
+	struct db *db = arg;
+
+	return db->committing ? 0 : 1;   /* non-zero turns the commit into a rollback */
+}
+
+int
+db_fail(struct db *db, struct ek_err *e, const char *context)
+{
+	int rc = sqlite3_extended_errcode(db->h);
+	int prim = rc & 0xff;
+	int code = EK_SOFTWARE;
+
+	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+		code = EK_TEMPFAIL;
+	else if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB)
+		code = EK_DATAERR;
+	else if (prim == SQLITE_IOERR || prim == SQLITE_FULL)
+		code = EK_IOERR;
+	else if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM)
+		code = EK_CANTCREAT;
+	if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB)
+		return ek_fail(e, code, "%s: %s: %s (the state database is damaged; nothing was changed — restore it from a copy)",
+		    db->path, context, sqlite3_errmsg(db->h));
+	return ek_fail(e, code, "%s: %s: %s", db->path, context, sqlite3_errmsg(db->h));
+}
+
+int
+db_exec(struct db *db, const char *sql, struct ek_err *e)
+{
+	if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(db, e, "exec");
+	return 0;
+}
+
+int
+db_open(struct db *db, const char *path, bool create, struct ek_err *e)
+{
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+	    (create ? SQLITE_OPEN_CREATE : 0);
+	int persist = 1;
+
+	memset(db, 0, sizeof *db);
+	db->path = path;
+	if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
+		int rc = db->h ? db_fail(db, e, "open") :
+		    ek_fail(e, EK_OSERR, "%s: open: out of memory", path);
+		sqlite3_close(db->h);
+		db->h = NULL;
+		return rc;
+	}
+	/* busy_timeout first: every later statement may meet a writer. */
+	sqlite3_busy_timeout(db->h, 5000);
+	sqlite3_extended_result_codes(db->h, 1);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	/* Keep the WAL file between processes (saves creating and syncing it on
+	 * every call) but cap what it may keep, so it cannot grow without bound. */
+	sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	if (db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	    "PRAGMA foreign_keys=ON; PRAGMA journal_size_limit=1048576;"
+	    "PRAGMA cell_size_check=ON;", e) < 0) {
+		db_close(db);
+		return -1;
+	}
+	sqlite3_commit_hook(db->h, commit_hook, db);
+	return 0;
+}
+
+void
+db_close(struct db *db)
+{
+	if (!db->h)
+		return;
+	sqlite3_commit_hook(db->h, NULL, NULL);
+	sqlite3_close_v2(db->h);
+	db->h = NULL;
+}
+
+int
+db_begin_write(struct db *db, struct ek_err *e)
+{
+	if (db->in_write)
+		return ek_fail(e, EK_SOFTWARE, "%s: nested write transaction", db->path);
+	if (db_exec(db, "BEGIN IMMEDIATE", e) < 0)
+		return -1;
+	db->in_write = true;
+	return 0;
+}
+
+int
+db_commit(struct db *db, struct ek_err *e)
+{
+	int rc;
+
+	db->committing = true;
+	rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+	db->committing = false;
+	if (rc != SQLITE_OK) {
+		db_fail(db, e, "commit");
+		db_rollback(db);
+		return -1;
+	}
+	db->in_write = false;
+	return 0;
+}
+
+void
+db_rollback(struct db *db)
+{
+	if (sqlite3_get_autocommit(db->h) == 0)
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+	db->in_write = false;
+}
+
+sqlite3_stmt *
+db_prep(struct db *db, const char *sql, struct ek_err *e)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_fail(db, e, "prepare");
+		return NULL;
+	}
+	return st;
+}
+
+void
+db_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+void
+db_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
+{
+	sqlite3_bind_blob(st, i, p, (int)n, SQLITE_TRANSIENT);
+}
+
+void
+db_bind_i64(sqlite3_stmt *st, int i, int64_t v)
+{
+	sqlite3_bind_int64(st, i, v);
+}
+
+int
+db_step(struct db *db, sqlite3_stmt *st, struct ek_err *e)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	return db_fail(db, e, "step");
+}
+
+int
+db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e)
+{
+	int rc = db_step(db, st, e);
+
+	sqlite3_finalize(st);
+	return rc < 0 ? -1 : 0;
+}
+
+void
+db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(buf, n, "%s", t ? (const char *)t : "");
+}

@@ -1,0 +1,59 @@
+/*
+ * db — the only way execkit code touches SQLite.
+ *
+ * Writes happen only between db_begin_write() (BEGIN IMMEDIATE, so the
+ * write lock is taken up front and busy_timeout applies) and db_commit()
+ * or db_rollback().  A commit hook refuses any commit that did not come
+ * through db_commit(), so a stray autocommit write is caught in tests.
+ * Statements are prepared with db_prep() and every value is bound.
+ */
+#ifndef EK_DB_H
+#define EK_DB_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct db {
+	sqlite3 *h;
+	const char *path;   /* for messages */
+	bool in_write;      /* inside db_begin_write() */
+	bool committing;    /* db_commit() in progress: the hook allows it */
+};
+
+/* Open path with the settings every connection needs (busy_timeout first,
+ * WAL, synchronous=FULL, foreign keys, defensive).  create: allow creating
+ * the file.  On failure fills e (corrupt file → EK_DATAERR). */
+int db_open(struct db *db, const char *path, bool create, struct ek_err *e);
+void db_close(struct db *db);
+
+int db_begin_write(struct db *db, struct ek_err *e);
+int db_commit(struct db *db, struct ek_err *e);
+void db_rollback(struct db *db);
+
+/* Prepare sql; NULL with e filled on failure. */
+sqlite3_stmt *db_prep(struct db *db, const char *sql, struct ek_err *e);
+
+/* Bind helpers: index is 1-based; text NULL binds SQL NULL. */
+void db_bind_text(sqlite3_stmt *st, int i, const char *s);
+void db_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n);
+void db_bind_i64(sqlite3_stmt *st, int i, int64_t v);
+
+/* Step a statement that returns no row; finalize it. 0 or -1 (e filled). */
+int db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
+
+/* Step once: 1 = row, 0 = done, -1 = error (e filled). */
+int db_step(struct db *db, sqlite3_stmt *st, struct ek_err *e);
+
+/* Run constant SQL with no parameters (pragmas, schema). */
+int db_exec(struct db *db, const char *sql, struct ek_err *e);
+
+/* Fill e from the connection's last error, with context; return -1. */
+int db_fail(struct db *db, struct ek_err *e, const char *context);
+
+/* Copy a text column (NULL → empty) into a caller buffer, truncating. */
+void db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n);
+
+#endif

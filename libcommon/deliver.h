@@ -1,0 +1,61 @@
+/*
+ * deliver — report one retained result to the dispatcher.  exec-run,
+ * exec-report and exec-reconcile all deliver through deliver_result().
+ *
+ * Invariants: every attempt sends the stored body unchanged, under the
+ * binding that accepted the run and only while that binding is the current
+ * session; at most max_attempts attempts, all before the deadline, which a
+ * failing report never extends; one deliverer per result at a time (a
+ * claim); the attempt is counted durably before it is sent.
+ */
+#ifndef EK_DELIVER_H
+#define EK_DELIVER_H
+
+#include <stdint.h>
+
+#include "http.h"
+#include "result.h"
+#include "state.h"
+
+#define DELIVER_MAX_ATTEMPTS 3
+#define DELIVER_BUDGET_MS 5000
+
+/* The outcome classes of doc/protocol.md. */
+enum deliver_class { DC_ACKED, DC_REFUSED, DC_SESSION_OVER, DC_TRANSIENT };
+
+struct deliver_verdict {
+	enum deliver_class cls;
+	int64_t record_id;        /* DC_ACKED */
+	char cause[32];           /* DC_REFUSED: invalid, unknown_run, wrong_session, conflict */
+	char status[16];          /* DC_SESSION_OVER: revoked, expired, replaced, closed */
+	char diag[RESULT_DIAG_MAX + 1];
+};
+
+/* Classify one exchange; pure, no I/O. */
+void deliver_classify(const struct http_reply *r, struct deliver_verdict *v);
+
+enum deliver_status {
+	DELIVERED,          /* acknowledged now: receipt written, row released */
+	DELIVER_REFUSED,    /* refused now or earlier: kept as evidence */
+	DELIVER_SESSION_OVER, /* the run's session is not current: kept */
+	DELIVER_FAILED,     /* transient failures used up attempts or budget: kept */
+	DELIVER_BUSY,       /* another live deliverer holds the claim */
+	DELIVER_NONE,       /* no retained result (acknowledged earlier, or none) */
+};
+
+struct deliver_report {
+	enum deliver_status status;
+	int attempts;             /* attempts made by this call */
+	int64_t record_id;
+	char detail[RESULT_DIAG_MAX + 64];
+};
+
+/* Deliver run_id's retained result, finishing before deadline_mono (ms on
+ * the monotonic clock).  0 with rep filled, or -1 on a local error. */
+int deliver_result(struct state *st, const char *run_id, int max_attempts,
+    int64_t deadline_mono, struct deliver_report *rep, struct ek_err *e);
+
+/* Map a delivery status to the tools' exit code. */
+int deliver_exit_code(enum deliver_status s);
+
+#endif

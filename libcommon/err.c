@@ -1,0 +1,36 @@
+/* err — see err.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+
+int
+ek_fail(struct ek_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return -1;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void
+ek_clear(struct ek_err *e)
+{
+	e->code = 0;
+	e->msg[0] = '\0';
+}
+
+int
+ek_report(const char *prog, const struct ek_err *e)
+{
+	int code = e->code ? e->code : EK_SOFTWARE;
+
+	fprintf(stderr, "%s: %s\n", prog, e->msg[0] ? e->msg : "internal error");
+	return code;
+}

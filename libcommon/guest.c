@@ -1,0 +1,309 @@
+/* guest — see guest.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "guest.h"
+
+extern char **environ;
+
+#define GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* "key=value", malloc'd. */
+static char *
+kv(const char *k, const char *v)
+{
+	char *s = NULL;
+
+	return asprintf(&s, "%s=%s", k, v) < 0 ? NULL : s;
+}
+
+/* argv = program + args; NULL-terminated, strings borrowed from json. */
+static char **
+build_argv(const struct guest_spec *gs)
+{
+	size_t n = json_array_size(gs->args), i;
+	char **argv = calloc(n + 2, sizeof *argv);
+
+	if (!argv)
+		return NULL;
+	argv[0] = (char *)gs->program;
+	for (i = 0; i < n; i++)
+		argv[i + 1] = (char *)json_string_value(json_array_get(gs->args, i));
+	return argv;
+}
+
+static char **
+build_env(const struct guest_spec *gs)
+{
+	size_t n = json_object_size(gs->env) + 8, i = 0;
+	char **env = calloc(n, sizeof *env);
+	const char *home = getenv("HOME"), *k;
+	json_t *v;
+
+	if (!env)
+		return NULL;
+	if (!json_object_get(gs->env, "PATH"))
+		env[i++] = kv("PATH", GUEST_PATH);
+	if (!json_object_get(gs->env, "HOME"))
+		env[i++] = kv("HOME", home ? home : "/");
+	env[i++] = kv("EXEC_RUN_ID", gs->run_id);
+	env[i++] = kv("EXEC_TXN_ID", gs->txn_id);
+	env[i++] = kv("EXEC_STATE_DIR", gs->state_dir);
+	env[i++] = kv("EXEC_LIMITS_FILE", gs->limits_file);
+	json_object_foreach(gs->env, k, v)
+		env[i++] = kv(k, json_string_value(v));
+	return env;
+}
+
+static void
+free_vec(char **v, int owned)
+{
+	size_t i;
+
+	if (owned)
+		for (i = 0; v && v[i]; i++)
+			free(v[i]);
+	free(v);
+}
+
+/* In the child: never returns.  Reports an exec failure through fd. */
+static void
+child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail)
+{
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY);
+	int sig, ec;
+
+	setpgid(0, 0);
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	umask(gs->umask);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	if (chdir(gs->cwd ? gs->cwd : "/") < 0)
+		goto fail;
+	environ = envp;
+	execvp(argv[0], argv);
+fail:
+	ec = errno;
+	if (write(fail, &ec, sizeof ec) < 0)
+		_exit(126);
+	_exit(ec == ENOENT || ec == ENOTDIR ? 127 : 126);
+}
+
+static int
+open_capture(const char *path, struct ek_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, strerror(errno));
+	return fd;
+}
+
+static int
+make_pipes(int out[2], int err[2], int fail[2], struct ek_err *e)
+{
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0)
+		return ek_fail(e, EK_OSERR, "pipe: %s", strerror(errno));
+	return 0;
+}
+
+/* After fork: learn whether exec succeeded (the pipe closes on exec). */
+static int
+exec_result(int fd)
+{
+	int ec = 0;
+	ssize_t n;
+
+	do
+		n = read(fd, &ec, sizeof ec);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == (ssize_t)sizeof ec ? ec : 0;
+}
+
+int
+guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
+{
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 };
+	char **argv = build_argv(gs), **envp = build_env(gs);
+
+	memset(g, 0, sizeof *g);
+	g->pid = -1;
+	g->out_pipe = g->err_pipe = g->pidfd = g->out_file = g->err_file = -1;
+	g->max_output = gs->max_output;
+	if (!argv || !envp) {
+		free_vec(argv, 0);
+		free_vec(envp, 1);
+		return ek_fail(e, EK_OSERR, "out of memory");
+	}
+	g->out_file = open_capture(gs->out_path, e);
+	g->err_file = g->out_file < 0 ? -1 : open_capture(gs->err_path, e);
+	if (g->err_file < 0 || make_pipes(out, err, fail, e) < 0)
+		goto fail;
+	if ((g->pid = fork()) < 0) {
+		ek_fail(e, EK_OSERR, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (g->pid == 0)
+		child(gs, argv, envp, out[1], err[1], fail[1]);
+	setpgid(g->pid, g->pid);   /* also in the parent: no race with kill(-pid) */
+	close(out[1]);
+	close(err[1]);
+	close(fail[1]);
+	g->out_pipe = out[0];
+	g->err_pipe = err[0];
+	g->pidfd = (int)syscall(SYS_pidfd_open, g->pid, 0);
+	free_vec(argv, 0);
+	free_vec(envp, 1);
+	return exec_result(fail[0]);
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0) close(out[i]);
+		if (err[i] >= 0) close(err[i]);
+		if (fail[i] >= 0) close(fail[i]);
+	}
+	guest_close(g);
+	free_vec(argv, 0);
+	free_vec(envp, 1);
+	return -1;
+}
+
+/* Move what the pipe holds into the capture file, keeping at most max. */
+static int
+drain(struct guest *g, int i)
+{
+	size_t max = g->max_output;
+	int *pipe_fd = i ? &g->err_pipe : &g->out_pipe;
+	char buf[16384];
+	ssize_t n = read(*pipe_fd, buf, sizeof buf);
+	size_t keep;
+
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n < 0 && errno == EAGAIN)
+		return 1;
+	if (n <= 0) {
+		close(*pipe_fd);
+		*pipe_fd = -1;
+		return 1;
+	}
+	keep = g->kept[i] < max ? max - g->kept[i] : 0;
+	keep = keep < (size_t)n ? keep : (size_t)n;
+	if (keep && write(i ? g->err_file : g->out_file, buf, keep) == (ssize_t)keep)
+		g->kept[i] += keep;
+	g->dropped[i] += (size_t)n - keep;
+	return 0;
+}
+
+static void
+poll_once(struct guest *g, int64_t wait_ms)
+{
+	struct pollfd p[3];
+	int i;
+
+	p[0] = (struct pollfd){ .fd = g->out_pipe, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = g->err_pipe, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = g->pidfd, .events = POLLIN };
+	if (poll(p, 3, (int)wait_ms) <= 0)
+		return;
+	for (i = 0; i < 2; i++)
+		if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			drain(g, i);
+}
+
+/* Ask the whole group to end: TERM now, KILL when the grace runs out. */
+static void
+escalate(struct guest *g, int64_t *kill_at, int64_t grace_ms)
+{
+	if (*kill_at == 0) {
+		kill(-g->pid, SIGTERM);
+		*kill_at = mono_ms() + grace_ms;
+	} else if (mono_ms() >= *kill_at) {
+		kill(-g->pid, SIGKILL);
+		*kill_at = INT64_MAX;
+	}
+}
+
+/* After the guest is reaped: take what is already in the pipes, then close. */
+static void
+final_drain(struct guest *g)
+{
+	int i, rounds;
+
+	for (i = 0; i < 2; i++) {
+		int fd = i ? g->err_pipe : g->out_pipe;
+		if (fd < 0)
+			continue;
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		for (rounds = 0; rounds < 1024 && (i ? g->err_pipe : g->out_pipe) >= 0; rounds++)
+			if (drain(g, i) == 1)
+				break;
+	}
+}
+
+int
+guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
+    int64_t grace_ms, struct guest_end *end)
+{
+	int64_t kill_at = 0, now, wait;
+	int status = 0;
+
+	memset(end, 0, sizeof *end);
+	end->why = GUEST_EXITED;
+	while (waitpid(g->pid, &status, WNOHANG) != g->pid) {
+		now = mono_ms();
+		if (end->why == GUEST_EXITED && *stop) {
+			end->why = GUEST_STOPPED;
+			end->stop_signal = *stop;
+		} else if (end->why == GUEST_EXITED && deadline && now >= deadline) {
+			end->why = GUEST_TIMEOUT;
+		}
+		if (end->why != GUEST_EXITED)
+			escalate(g, &kill_at, grace_ms);
+		wait = g->pidfd >= 0 ? 100 : 20;
+		if (deadline && end->why == GUEST_EXITED && deadline - now < wait)
+			wait = deadline - now > 0 ? deadline - now : 0;
+		poll_once(g, wait);
+	}
+	end->wait_status = status;
+	kill(-g->pid, SIGKILL);   /* whatever the guest left behind in its group */
+	final_drain(g);
+	return 0;
+}
+
+void
+guest_close(struct guest *g)
+{
+	int *fds[] = { &g->out_pipe, &g->err_pipe, &g->pidfd, &g->out_file, &g->err_file };
+	size_t i;
+
+	for (i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+int
+guest_exit_code(const struct guest_end *end)
+{
+	if (end->why == GUEST_EXEC_FAILED)
+		return end->exec_errno == ENOENT || end->exec_errno == ENOTDIR ? 127 : 126;
+	if (WIFSIGNALED(end->wait_status))
+		return 128 + WTERMSIG(end->wait_status);
+	return WEXITSTATUS(end->wait_status);
+}

@@ -1,0 +1,65 @@
+/*
+ * guest — spawn one guest program and supervise it to its end.
+ *
+ * The guest runs directly (program + args, no shell) in its own process
+ * group, with a clean environment (EXEC_RUN_ID, EXEC_TXN_ID,
+ * EXEC_STATE_DIR, EXEC_LIMITS_FILE, PATH, HOME, then the spec's env), stdin
+ * from /dev/null, and stdout/stderr captured through pipes into files that
+ * keep at most max_output bytes each.  guest_wait() ends it on timeout or
+ * on request: SIGTERM to the group, SIGKILL after the grace period.
+ */
+#ifndef EK_GUEST_H
+#define EK_GUEST_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+struct guest_spec {
+	const char *program, *cwd;
+	json_t *args, *env;
+	const char *run_id, *txn_id, *state_dir, *limits_file;
+	const char *out_path, *err_path;
+	mode_t umask;
+	size_t max_output;
+};
+
+enum guest_why { GUEST_EXITED, GUEST_TIMEOUT, GUEST_STOPPED, GUEST_EXEC_FAILED };
+
+struct guest {
+	pid_t pid;
+	int out_pipe, err_pipe, pidfd;
+	int out_file, err_file;
+	size_t max_output;
+	size_t kept[2], dropped[2];
+};
+
+struct guest_end {
+	enum guest_why why;
+	int wait_status;      /* raw, from waitpid */
+	int exec_errno;       /* GUEST_EXEC_FAILED */
+	int stop_signal;      /* the signal that asked us to stop */
+};
+
+/* Start the guest: 0 started, >0 the errno of a failed exec (the child
+ * still has to be reaped with guest_wait), -1 error (e filled). */
+int guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e);
+
+/* Supervise until the guest ends.  deadline (monotonic ms, 0 = none) is the
+ * timeout; *stop non-zero asks it to end (its value is kept as the signal
+ * that asked).  Always reaps the guest. */
+int guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
+    int64_t grace_ms, struct guest_end *end);
+
+/* Close every descriptor guest_spawn opened. */
+void guest_close(struct guest *g);
+
+/* Shell conventions: 127 not found, 126 cannot execute, 128+N killed by
+ * signal N, else the exit status. */
+int guest_exit_code(const struct guest_end *end);
+
+#endif

@@ -1,0 +1,145 @@
+/* http — see http.h. */
+#define CURL_DISABLE_TYPECHECK 1
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+/* The few libcurl entry points we use, resolved once from libcurl.so.4. */
+static struct {
+	void *lib;
+	CURLcode (*global_init)(long);
+	CURL *(*init)(void);
+	CURLcode (*setopt)(CURL *, CURLoption, ...);
+	CURLcode (*perform)(CURL *);
+	CURLcode (*getinfo)(CURL *, CURLINFO, ...);
+	void (*cleanup)(CURL *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+	const char *(*strerror)(CURLcode);
+} cu;
+
+static int
+load_curl(struct ek_err *e)
+{
+	if (cu.lib)
+		return 0;
+	if (!(cu.lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL)))
+		return ek_fail(e, EK_UNAVAILABLE, "cannot load libcurl: %s", dlerror());
+	*(void **)&cu.global_init = dlsym(cu.lib, "curl_global_init");
+	*(void **)&cu.init = dlsym(cu.lib, "curl_easy_init");
+	*(void **)&cu.setopt = dlsym(cu.lib, "curl_easy_setopt");
+	*(void **)&cu.perform = dlsym(cu.lib, "curl_easy_perform");
+	*(void **)&cu.getinfo = dlsym(cu.lib, "curl_easy_getinfo");
+	*(void **)&cu.cleanup = dlsym(cu.lib, "curl_easy_cleanup");
+	*(void **)&cu.slist_append = dlsym(cu.lib, "curl_slist_append");
+	*(void **)&cu.slist_free_all = dlsym(cu.lib, "curl_slist_free_all");
+	*(void **)&cu.strerror = dlsym(cu.lib, "curl_easy_strerror");
+	if (!cu.global_init || !cu.init || !cu.setopt || !cu.perform || !cu.getinfo ||
+	    !cu.cleanup || !cu.slist_append || !cu.slist_free_all || !cu.strerror) {
+		dlclose(cu.lib);
+		cu.lib = NULL;
+		return ek_fail(e, EK_UNAVAILABLE, "libcurl.so.4 lacks an expected function");
+	}
+	cu.global_init(CURL_GLOBAL_DEFAULT);
+	return 0;
+}
+
+/* Append to the reply, refusing answers larger than HTTP_REPLY_MAX. */
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct http_reply *r = arg;
+	size_t add = size * n;
+	char *nb;
+
+	if (r->len + add > HTTP_REPLY_MAX || !(nb = realloc(r->body, r->len + add + 1)))
+		return 0;   /* makes curl fail the transfer */
+	memcpy(nb + r->len, p, add);
+	r->body = nb;
+	r->len += add;
+	r->body[r->len] = '\0';
+	return add;
+}
+
+static struct curl_slist *
+headers_for(const char *bearer, int has_body)
+{
+	char auth[512];
+	struct curl_slist *h = cu.slist_append(NULL, "Accept: application/json");
+
+	if (has_body)
+		h = cu.slist_append(h, "Content-Type: application/json");
+	h = cu.slist_append(h, "Expect:");   /* no 100-continue round trip */
+	if (bearer) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", bearer);
+		h = cu.slist_append(h, auth);
+		memset(auth, 0, sizeof auth);
+	}
+	return h;
+}
+
+static void
+set_options(CURL *c, const char *method, const char *url, const void *body, size_t len,
+    int64_t timeout_ms, struct curl_slist *h, struct http_reply *r)
+{
+	long total = timeout_ms > 0 ? (long)timeout_ms : 1;
+
+	cu.setopt(c, CURLOPT_URL, url);
+	cu.setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	cu.setopt(c, CURLOPT_HTTPHEADER, h);
+	cu.setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cu.setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	cu.setopt(c, CURLOPT_TIMEOUT_MS, total);
+	cu.setopt(c, CURLOPT_CONNECTTIMEOUT_MS, total < 2000 ? total : 2000L);
+	cu.setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	cu.setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	cu.setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	cu.setopt(c, CURLOPT_WRITEDATA, r);
+	cu.setopt(c, CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
+	if (body) {
+		cu.setopt(c, CURLOPT_POSTFIELDS, body);
+		cu.setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	}
+}
+
+int
+http_request(const char *method, const char *url, const char *bearer,
+    const void *body, size_t len, int64_t timeout_ms, struct http_reply *r, struct ek_err *e)
+{
+	struct curl_slist *h;
+	CURLcode rc;
+	CURL *c;
+
+	memset(r, 0, sizeof *r);
+	if (load_curl(e) < 0)
+		return -1;
+	if (!(c = cu.init()))
+		return ek_fail(e, EK_OSERR, "curl_easy_init failed");
+	h = headers_for(bearer, body != NULL);
+	set_options(c, method, url, body, len, timeout_ms, h, r);
+	rc = cu.perform(c);
+	if (rc == CURLE_OK) {
+		cu.getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	} else {
+		r->status = 0;
+		r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+		snprintf(r->transport, sizeof r->transport, "%s", cu.strerror(rc));
+	}
+	if (!r->body && (r->body = malloc(1)))
+		r->body[0] = '\0';
+	cu.cleanup(c);
+	cu.slist_free_all(h);
+	return 0;
+}
+
+void
+http_reply_free(struct http_reply *r)
+{
+	free(r->body);
+	r->body = NULL;
+}

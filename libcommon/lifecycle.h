@@ -1,0 +1,47 @@
+/*
+ * lifecycle — the life of a run and of its result, in one place.
+ *
+ *   accept                 start marker              guest ends / cancel / timeout
+ *  ───────► [queued] ─────────────────────► [started] ───────────────┐
+ *              │   run_mark_started()          │                     │ result_choose()
+ *              │                               │ supervisor gone,    ▼
+ *              │ cancel before start           │ no result     (results row: retained)
+ *              │ result_choose()               ▼                     │
+ *              └─────────────────────► result  [unknown]             │ run_delete()
+ *                                              (kept forever,        ▼
+ *                                               never re-run)   execution row gone,
+ *                                                               result outlives it
+ *
+ *   retained ──deliver: acknowledged──► receipt (results row deleted)
+ *      │   result_acked()
+ *      ├──deliver: refused─────────────► refused (kept as evidence, never retried)
+ *      │   result_refused()
+ *      ├──deliver: session over────────► retained, undeliverable by this session
+ *      └──deliver: transient───────────► retained, attempts+1, last_diag set
+ *
+ * Transitions and the function that performs each:
+ *
+ *   from        to          function               commit point name
+ *   (none)      queued      run_accept()            accept-before-commit / accept-after-commit
+ *   queued      started     run_mark_started()      start-marker
+ *   started     started     run_set_guest()         after-spawn
+ *   started     result      result_choose()         result-chosen / retained
+ *   queued      result      result_choose()         (cancel before start)
+ *   started     unknown     run_sweep()             (supervisor gone, no result)
+ *   result      —           deliver_result()        request-sent
+ *   result      receipt     result_acked()          acked-before-release / after-release
+ *   result      refused     result_refused()        refusal-before-evidence
+ *   run row     deleted     run_delete()            after-report
+ *
+ * Invariants (the database enforces those marked *):
+ *   1.* A binding, once written, never changes (triggers).
+ *   2.* A run has at most one result: results.run_id is the primary key.
+ *   3.* An unknown run is never deleted and never leaves unknown.
+ *   4.* A started run never goes back to queued.
+ *   5.  A result is committed (synchronous=FULL) before its first attempt.
+ *   6.  Every attempt sends results.body unchanged.
+ *   7.  Only the session that accepted a run may start it or report it.
+ */
+#ifndef EK_LIFECYCLE_H
+#define EK_LIFECYCLE_H
+#endif

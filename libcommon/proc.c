@@ -1,0 +1,55 @@
+/* proc — see proc.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+int64_t
+proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	const char *p;
+	FILE *f;
+	size_t n;
+	int field;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The command name (field 2) may hold spaces and ')': skip past the last ')'. */
+	if (!(p = strrchr(buf, ')')))
+		return -1;
+	for (field = 2; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	return *p ? strtoll(p, NULL, 10) : -1;
+}
+
+bool
+proc_alive(pid_t pid, int64_t start)
+{
+	return pid > 0 && start >= 0 && proc_start_time(pid) == start;
+}
+
+void
+proc_self_id(char *buf, size_t n)
+{
+	pid_t pid = getpid();
+
+	snprintf(buf, n, "%d:%lld", (int)pid, (long long)proc_start_time(pid));
+}
+
+bool
+proc_id_alive(const char *id)
+{
+	long long pid, start;
+
+	if (!id || sscanf(id, "%lld:%lld", &pid, &start) != 2)
+		return false;
+	return proc_alive((pid_t)pid, start);
+}

@@ -1,0 +1,25 @@
+/*
+ * proc — process identity.  A pid alone is not an identity (pids are
+ * reused), so a supervisor is named by (pid, start time in clock ticks
+ * since boot, field 22 of /proc/PID/stat).
+ */
+#ifndef EK_PROC_H
+#define EK_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start time of pid, or -1 if there is no such process. */
+int64_t proc_start_time(pid_t pid);
+
+/* True when pid still names the process that started at start. */
+bool proc_alive(pid_t pid, int64_t start);
+
+/* "PID:START" of this process, for claim owners. */
+void proc_self_id(char *buf, size_t n);
+
+/* Parse "PID:START"; true when it names a live process. */
+bool proc_id_alive(const char *id);
+
+#endif

@@ -1,0 +1,305 @@
+/* result — see result.h and lifecycle.h. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "crash.h"
+#include "jsonout.h"
+#include "proc.h"
+#include "result.h"
+
+/* The request body, built once and stored; every attempt sends these bytes. */
+static char *
+build_body(const char *run_id, const struct binding *b, const char *outcome,
+    int exit_code, int wait_status, const char *message, int64_t chosen_at)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:I}",
+	    "run_id", run_id, "incarnation", b->incarnation, "session_id", b->session_id,
+	    "outcome", outcome, "exit_code", exit_code,
+	    "wait_status", wait_status >= 0 ? json_integer(wait_status) : json_null(),
+	    "message", message, "chosen_at", (json_int_t)chosen_at);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+static int
+insert_result(struct state *st, const char *run_id, const struct binding *b, const char *outcome,
+    int exit_code, int wait_status, const char *message, const char *body, int64_t now, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
+	    "outcome, exit_code, wait_status, message, chosen_at, body) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(run_id) DO NOTHING", e);
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	db_bind_text(q, 2, b->incarnation);
+	db_bind_text(q, 3, b->session_id);
+	db_bind_text(q, 4, outcome);
+	db_bind_i64(q, 5, exit_code);
+	if (wait_status >= 0)
+		db_bind_i64(q, 6, wait_status);
+	db_bind_text(q, 7, message);
+	db_bind_i64(q, 8, now);
+	db_bind_blob(q, 9, body, strlen(body));
+	return db_exec_stmt(&st->db, q, e);
+}
+
+int
+result_choose(struct state *st, const char *run_id, const struct binding *b,
+    const char *outcome, int exit_code, int wait_status, const char *message,
+    bool *won, struct ek_err *e)
+{
+	char msg[RESULT_MESSAGE_MAX + 1];
+	int64_t now = now_ms();
+	char *body;
+	int rc;
+
+	snprintf(msg, sizeof msg, "%s", message);
+	utf8_clip(msg, RESULT_MESSAGE_MAX);
+	if (!(body = build_body(run_id, b, outcome, exit_code, wait_status, msg, now)))
+		return ek_fail(e, EK_OSERR, "out of memory");
+	*won = false;
+	if (db_begin_write(&st->db, e) < 0) {
+		free(body);
+		return -1;
+	}
+	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, body, now, e);
+	free(body);
+	if (rc < 0) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	*won = sqlite3_changes(st->db.h) == 1;
+	crash_point("result-chosen");
+	if (db_commit(&st->db, e) < 0)
+		return -1;
+	crash_point("retained");
+	return 0;
+}
+
+#define RESULT_COLS "run_id, incarnation, session_id, outcome, exit_code, wait_status, message, " \
+	"chosen_at, body, attempts, IFNULL(last_attempt_at, 0), refused, refused_cause, last_diag, " \
+	"claim_owner, IFNULL(claim_until, 0)"
+
+static int
+read_result(sqlite3_stmt *q, struct result *r)
+{
+	const void *body = sqlite3_column_blob(q, 8);
+	size_t n = (size_t)sqlite3_column_bytes(q, 8);
+
+	memset(r, 0, sizeof *r);
+	db_col_text(q, 0, r->run_id, sizeof r->run_id);
+	db_col_text(q, 1, r->b.incarnation, sizeof r->b.incarnation);
+	db_col_text(q, 2, r->b.session_id, sizeof r->b.session_id);
+	db_col_text(q, 3, r->outcome, sizeof r->outcome);
+	r->exit_code = sqlite3_column_int(q, 4);
+	r->has_wait = sqlite3_column_type(q, 5) != SQLITE_NULL;
+	r->wait_status = sqlite3_column_int(q, 5);
+	db_col_text(q, 6, r->message, sizeof r->message);
+	r->chosen_at = sqlite3_column_int64(q, 7);
+	if (!(r->body = malloc(n + 1)))
+		return -1;
+	memcpy(r->body, body ? body : "", n);
+	r->body[n] = '\0';
+	r->body_len = n;
+	r->attempts = sqlite3_column_int(q, 9);
+	r->last_attempt_at = sqlite3_column_int64(q, 10);
+	r->refused = sqlite3_column_int(q, 11) != 0;
+	db_col_text(q, 12, r->refused_cause, sizeof r->refused_cause);
+	db_col_text(q, 13, r->last_diag, sizeof r->last_diag);
+	db_col_text(q, 14, r->claim_owner, sizeof r->claim_owner);
+	r->claim_until = sqlite3_column_int64(q, 15);
+	return 0;
+}
+
+int
+result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT " RESULT_COLS " FROM results WHERE run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1 && read_result(q, r) < 0)
+		rc = ek_fail(e, EK_OSERR, "out of memory");
+	sqlite3_finalize(q);
+	return rc;
+}
+
+void
+result_free(struct result *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* One UPDATE/INSERT/DELETE in its own write transaction. */
+static int
+write_stmt(struct state *st, sqlite3_stmt *q, struct ek_err *e)
+{
+	if (db_exec_stmt(&st->db, q, e) < 0) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	return db_commit(&st->db, e);
+}
+
+int
+result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e)
+{
+	struct result r;
+	sqlite3_stmt *q;
+	int rc;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	rc = result_load(st, run_id, &r, e);
+	if (rc <= 0) {
+		db_rollback(&st->db);
+		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no retained result", run_id);
+	}
+	result_free(&r);
+	/* A claim stands while its owner lives and has not overrun its expiry. */
+	if (r.claim_owner[0] && strcmp(r.claim_owner, owner) != 0 &&
+	    r.claim_until > now_ms() && proc_id_alive(r.claim_owner)) {
+		db_rollback(&st->db);
+		return 0;
+	}
+	q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 WHERE run_id = ?3", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_text(q, 1, owner);
+	db_bind_i64(q, 2, until);
+	db_bind_text(q, 3, run_id);
+	return write_stmt(st, q, e) < 0 ? -1 : 1;
+}
+
+int
+result_unclaim(struct state *st, const char *run_id, const char *owner, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE results SET claim_owner = NULL, claim_until = NULL "
+	    "WHERE run_id = ?1 AND claim_owner = ?2", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_text(q, 1, run_id);
+	db_bind_text(q, 2, owner);
+	return write_stmt(st, q, e);
+}
+
+int
+result_attempt(struct state *st, const char *run_id, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE results SET attempts = attempts + 1, last_attempt_at = ?1 "
+	    "WHERE run_id = ?2", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_i64(q, 1, now_ms());
+	db_bind_text(q, 2, run_id);
+	return write_stmt(st, q, e);
+}
+
+int
+result_acked(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "INSERT OR IGNORE INTO receipts(run_id, incarnation, session_id, outcome, "
+	    "exit_code, acked_at, record_id, attempts) SELECT run_id, incarnation, session_id, outcome, "
+	    "exit_code, ?1, ?2, attempts FROM results WHERE run_id = ?3", e);
+	if (!q)
+		goto fail;
+	db_bind_i64(q, 1, now_ms());
+	db_bind_i64(q, 2, record_id);
+	db_bind_text(q, 3, run_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		goto fail;
+	crash_point("acked-before-release");
+	q = db_prep(&st->db, "DELETE FROM results WHERE run_id = ?1", e);
+	if (!q)
+		goto fail;
+	db_bind_text(q, 1, run_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		goto fail;
+	if (db_commit(&st->db, e) < 0)
+		return -1;
+	crash_point("after-release");
+	return 0;
+fail:
+	db_rollback(&st->db);
+	return -1;
+}
+
+static int
+set_diag(struct state *st, const char *run_id, bool refuse, const char *cause,
+    const char *diag, struct ek_err *e)
+{
+	char d[RESULT_DIAG_MAX + 1];
+	sqlite3_stmt *q;
+
+	snprintf(d, sizeof d, "%s", diag ? diag : "");
+	utf8_clip(d, RESULT_DIAG_MAX);
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE results SET last_diag = ?1, "
+	    "refused = CASE WHEN ?2 THEN 1 ELSE refused END, "
+	    "refused_cause = CASE WHEN ?2 THEN ?3 ELSE refused_cause END WHERE run_id = ?4", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_text(q, 1, d);
+	db_bind_i64(q, 2, refuse);
+	db_bind_text(q, 3, cause);
+	db_bind_text(q, 4, run_id);
+	if (refuse)
+		crash_point("refusal-before-evidence");
+	return write_stmt(st, q, e);
+}
+
+int
+result_refused(struct state *st, const char *run_id, const char *cause, const char *diag, struct ek_err *e)
+{
+	return set_diag(st, run_id, true, cause, diag, e);
+}
+
+int
+result_diag(struct state *st, const char *run_id, const char *diag, struct ek_err *e)
+{
+	return set_diag(st, run_id, false, NULL, diag, e);
+}
+
+int
+receipt_exists(struct state *st, const char *run_id, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM receipts WHERE run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	rc = db_step(&st->db, q, e);
+	sqlite3_finalize(q);
+	return rc;
+}

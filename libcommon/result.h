@@ -1,0 +1,76 @@
+/*
+ * result — the one terminal result of a run: chosen once, retained
+ * durably with the exact request body, then released by an
+ * acknowledgement (leaving a receipt) or kept as evidence.
+ *
+ * result_choose() is the only writer of a results row, and the primary key
+ * makes the choice unique: of several racing choosers (exit, timeout,
+ * cancel) exactly one wins and the others learn they lost.
+ */
+#ifndef EK_RESULT_H
+#define EK_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "binding.h"
+#include "runs.h"
+#include "state.h"
+
+#define RESULT_MESSAGE_MAX 1024
+#define RESULT_DIAG_MAX 512
+#define CLAIM_OWNER_MAX 64
+
+struct result {
+	char run_id[RUN_ID_MAX + 1];
+	struct binding b;
+	char outcome[16];
+	int exit_code;
+	bool has_wait;
+	int wait_status;
+	char message[RESULT_MESSAGE_MAX + 1];
+	int64_t chosen_at;
+	unsigned char *body;   /* malloc'd, body_len bytes */
+	size_t body_len;
+	int attempts;
+	int64_t last_attempt_at;
+	bool refused;
+	char refused_cause[32];
+	char last_diag[RESULT_DIAG_MAX + 1];
+	char claim_owner[CLAIM_OWNER_MAX];
+	int64_t claim_until;
+};
+
+/* Choose the terminal result of run_id under b: one transaction that
+ * inserts the row unless one exists.  *won tells whether this call chose.
+ * wait_status < 0 means none.  Commit points result-chosen (before the
+ * commit) and retained (after). */
+int result_choose(struct state *st, const char *run_id, const struct binding *b,
+    const char *outcome, int exit_code, int wait_status, const char *message,
+    bool *won, struct ek_err *e);
+
+/* Load the retained result of run_id: 1 found, 0 none, -1 error. */
+int result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e);
+void result_free(struct result *r);
+
+/* Take the delivery claim for owner until `until` (ms): 1 taken, 0 held by
+ * a live owner whose claim has not expired, -1 error. */
+int result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e);
+int result_unclaim(struct state *st, const char *run_id, const char *owner, struct ek_err *e);
+
+/* Count one attempt before it is sent (0 attempts = never sent). */
+int result_attempt(struct state *st, const char *run_id, struct ek_err *e);
+
+/* Acknowledged: write the receipt and release the row, in one transaction. */
+int result_acked(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e);
+
+/* Refused for good: keep the row as evidence, out of the deliverable set. */
+int result_refused(struct state *st, const char *run_id, const char *cause, const char *diag, struct ek_err *e);
+
+/* Keep a bounded diagnostic of the last failure. */
+int result_diag(struct state *st, const char *run_id, const char *diag, struct ek_err *e);
+
+/* A receipt exists for run_id: 1 yes, 0 no, -1 error. */
+int receipt_exists(struct state *st, const char *run_id, struct ek_err *e);
+
+#endif

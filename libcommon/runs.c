@@ -1,0 +1,644 @@
+/* runs — see runs.h and lifecycle.h. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "crash.h"
+#include "proc.h"
+#include "runs.h"
+
+#define ARG_MAX_COUNT 1024
+#define ARG_MAX_BYTES 32768
+#define ENV_MAX_COUNT 256
+#define PATH_BYTES 4096
+#define TIMEOUT_MAX_MS (7LL * 24 * 3600 * 1000)
+
+bool
+run_id_valid(const char *id)
+{
+	size_t n = 0;
+
+	for (; id[n]; n++)
+		if (!isalnum((unsigned char)id[n]) && !strchr("._:-", id[n]))
+			return false;
+	return n >= 1 && n <= RUN_ID_MAX;
+}
+
+static int
+bad(struct ek_err *e, const char *field, const char *why)
+{
+	return ek_fail(e, EK_DATAERR, "field '%s': %s", field, why);
+}
+
+static int
+want_string(json_t *o, const char *k, size_t maxlen, bool required, const char **out, struct ek_err *e)
+{
+	json_t *v = json_object_get(o, k);
+
+	*out = NULL;
+	if (!v)
+		return required ? bad(e, k, "missing") : 0;
+	if (!json_is_string(v))
+		return bad(e, k, "must be a string");
+	if (json_string_length(v) == 0 || json_string_length(v) > maxlen) {
+		char why[64];
+		snprintf(why, sizeof why, "must be 1 to %zu bytes", maxlen);
+		return bad(e, k, why);
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int
+want_int(json_t *o, const char *k, int64_t min, int64_t max, int64_t *out, struct ek_err *e)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return bad(e, k, "must be a whole number in range");
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int
+check_args(json_t *args, struct ek_err *e)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(args))
+		return bad(e, "args", "must be an array of strings");
+	if (json_array_size(args) > ARG_MAX_COUNT)
+		return bad(e, "args", "more than 1024 arguments");
+	json_array_foreach(args, i, v)
+		if (!json_is_string(v) || json_string_length(v) > ARG_MAX_BYTES)
+			return bad(e, "args", "every argument must be a string of at most 32768 bytes");
+	return 0;
+}
+
+static bool
+env_name_ok(const char *k)
+{
+	const char *p = k;
+
+	if (!isalpha((unsigned char)*p) && *p != '_')
+		return false;
+	for (; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+	return strncmp(k, "EXEC_", 5) != 0 && p - k <= 256;
+}
+
+static int
+check_env(json_t *env, struct ek_err *e)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(env))
+		return bad(e, "env", "must be an object of strings");
+	if (json_object_size(env) > ENV_MAX_COUNT)
+		return bad(e, "env", "more than 256 variables");
+	json_object_foreach(env, k, v) {
+		if (!env_name_ok(k))
+			return bad(e, "env", "names are [A-Za-z_][A-Za-z0-9_]* and EXEC_* is reserved");
+		if (!json_is_string(v) || json_string_length(v) > ARG_MAX_BYTES)
+			return bad(e, "env", "every value must be a string of at most 32768 bytes");
+	}
+	return 0;
+}
+
+static int
+check_policy(json_t *p, struct ek_err *e)
+{
+	json_t *d = json_object_get(p, "destinations"), *v;
+	size_t i;
+
+	if (!json_is_object(p))
+		return bad(e, "policy", "must be an object");
+	if (d) {
+		if (!json_is_array(d) || json_array_size(d) > 100)
+			return bad(e, "policy.destinations", "must be an array of at most 100 names");
+		json_array_foreach(d, i, v)
+			if (!json_is_string(v) || !run_id_valid(json_string_value(v)))
+				return bad(e, "policy.destinations", "names are 1 to 128 bytes of [A-Za-z0-9._:-]");
+	}
+	if ((v = json_object_get(p, "weight")) && (!json_is_number(v) || json_number_value(v) <= 0))
+		return bad(e, "policy.weight", "must be a positive number");
+	if ((v = json_object_get(p, "cost")) && (!json_is_integer(v) || json_integer_value(v) < 0))
+		return bad(e, "policy.cost", "must be a whole number >= 0");
+	return 0;
+}
+
+static int
+check_fields(json_t *o, struct ek_err *e)
+{
+	static const char *const known[] = { "run_id", "txn_id", "program", "args",
+		"due_at", "timeout_ms", "env", "cwd", "policy", NULL };
+	const char *k;
+	json_t *v;
+	int i;
+
+	json_object_foreach(o, k, v) {
+		for (i = 0; known[i] && strcmp(known[i], k) != 0; i++)
+			;
+		if (!known[i])
+			return ek_fail(e, EK_DATAERR, "unknown field '%.64s'", k);
+	}
+	return 0;
+}
+
+int
+runspec_from_json(json_t *o, struct runspec *rs, struct ek_err *e)
+{
+	memset(rs, 0, sizeof *rs);
+	rs->due_at = -1;
+	if (!json_is_object(o))
+		return ek_fail(e, EK_DATAERR, "a run spec must be a JSON object");
+	rs->root = json_incref(o);
+	if (check_fields(o, e) < 0 ||
+	    want_string(o, "run_id", RUN_ID_MAX, true, &rs->run_id, e) < 0 ||
+	    want_string(o, "txn_id", TXN_ID_MAX, true, &rs->txn_id, e) < 0 ||
+	    want_string(o, "program", PATH_BYTES, true, &rs->program, e) < 0 ||
+	    want_string(o, "cwd", PATH_BYTES, false, &rs->cwd, e) < 0 ||
+	    want_int(o, "due_at", 0, INT64_MAX / 2, &rs->due_at, e) < 0 ||
+	    want_int(o, "timeout_ms", 1, TIMEOUT_MAX_MS, &rs->timeout_ms, e) < 0)
+		goto fail;
+	if (!run_id_valid(rs->run_id)) {
+		bad(e, "run_id", "must be 1 to 128 bytes of [A-Za-z0-9._:-]");
+		goto fail;
+	}
+	if (rs->cwd && rs->cwd[0] != '/') {
+		bad(e, "cwd", "must be an absolute path");
+		goto fail;
+	}
+	rs->args = json_object_get(o, "args");
+	rs->env = json_object_get(o, "env");
+	rs->policy = json_object_get(o, "policy");
+	if ((rs->args && check_args(rs->args, e) < 0) || (rs->env && check_env(rs->env, e) < 0) ||
+	    (rs->policy && check_policy(rs->policy, e) < 0))
+		goto fail;
+	rs->content = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	if (!rs->content) {
+		ek_fail(e, EK_OSERR, "out of memory");
+		goto fail;
+	}
+	return 0;
+fail:
+	runspec_free(rs);
+	return -1;
+}
+
+int
+runspec_parse(const char *buf, size_t len, struct runspec *rs, struct ek_err *e)
+{
+	json_error_t je;
+	json_t *o;
+	int rc;
+
+	memset(rs, 0, sizeof *rs);
+	if (len > SPEC_LINE_MAX)
+		return ek_fail(e, EK_DATAERR, "line of %zu bytes is over the %d-byte limit", len, SPEC_LINE_MAX);
+	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return ek_fail(e, EK_DATAERR, "malformed JSON at column %d: %s", je.column, je.text);
+	rc = runspec_from_json(o, rs, e);
+	json_decref(o);
+	return rc;
+}
+
+void
+runspec_free(struct runspec *rs)
+{
+	json_decref(rs->root);
+	free(rs->content);
+	memset(rs, 0, sizeof *rs);
+}
+
+/* --- acceptance ----------------------------------------------------------- */
+
+struct acceptor {
+	struct state *st;
+	struct binding b;
+	sqlite3_stmt *find, *ins_accept, *ins_run;
+};
+
+void
+acceptor_free(struct acceptor *a)
+{
+	if (!a)
+		return;
+	sqlite3_finalize(a->find);
+	sqlite3_finalize(a->ins_accept);
+	sqlite3_finalize(a->ins_run);
+	free(a);
+}
+
+struct acceptor *
+acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
+{
+	struct acceptor *a = calloc(1, sizeof *a);
+
+	if (!a) {
+		ek_fail(e, EK_OSERR, "out of memory");
+		return NULL;
+	}
+	a->st = st;
+	a->b = *b;
+	a->find = db_prep(&st->db, "SELECT content, receipt FROM accepts WHERE run_id = ?1", e);
+	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
+	    "session_id, content, receipt, accepted_at) VALUES (?1, ?2, ?3, ?4, ?5, "
+	    "printf('%s:%d', ?6, (SELECT IFNULL(MAX(rowid), 0) + 1 FROM accepts)), ?7) "
+	    "RETURNING receipt", e) : NULL;
+	a->ins_run = a->ins_accept ? db_prep(&st->db, "INSERT INTO runs(run_id, txn_id, incarnation, "
+	    "session_id, program, args, env, cwd, policy, due_at, timeout_ms) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", e) : NULL;
+	if (!a->ins_run) {
+		acceptor_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* Look the run id up: 1 known (outcome + receipt filled), 0 new, -1 error. */
+static int
+find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
+    char *receipt, size_t n, struct ek_err *e)
+{
+	int rc;
+
+	sqlite3_reset(a->find);
+	db_bind_text(a->find, 1, rs->run_id);
+	rc = db_step(&a->st->db, a->find, e);
+	if (rc == 1) {
+		const char *content = (const char *)sqlite3_column_text(a->find, 0);
+		*out = strcmp(content, rs->content) == 0 ? ACCEPT_DUPLICATE : ACCEPT_CONFLICT;
+		db_col_text(a->find, 1, receipt, n);
+	}
+	sqlite3_reset(a->find);
+	return rc;
+}
+
+static char *
+dump_or_null(json_t *v)
+{
+	return v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
+}
+
+static int
+insert_run(struct acceptor *a, const struct runspec *rs, int64_t now, struct ek_err *e)
+{
+	sqlite3_stmt *q = a->ins_run;
+	char *args = rs->args ? dump_or_null(rs->args) : strdup("[]");
+	char *env = dump_or_null(rs->env), *policy = dump_or_null(rs->policy);
+	int rc;
+
+	sqlite3_reset(q);
+	db_bind_text(q, 1, rs->run_id);
+	db_bind_text(q, 2, rs->txn_id);
+	db_bind_text(q, 3, a->b.incarnation);
+	db_bind_text(q, 4, a->b.session_id);
+	db_bind_text(q, 5, rs->program);
+	db_bind_text(q, 6, args);
+	db_bind_text(q, 7, env);
+	db_bind_text(q, 8, rs->cwd);
+	db_bind_text(q, 9, policy);
+	db_bind_i64(q, 10, rs->due_at >= 0 ? rs->due_at : now);
+	if (rs->timeout_ms > 0)
+		db_bind_i64(q, 11, rs->timeout_ms);
+	else
+		sqlite3_bind_null(q, 11);
+	rc = args ? db_step(&a->st->db, q, e) : ek_fail(e, EK_OSERR, "out of memory");
+	sqlite3_reset(q);
+	free(args);
+	free(env);
+	free(policy);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
+    char *receipt, size_t n, struct ek_err *e)
+{
+	sqlite3_stmt *q = a->ins_accept;
+	int64_t now = now_ms();
+	int rc = find_known(a, rs, out, receipt, n, e);
+
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	sqlite3_reset(q);
+	db_bind_text(q, 1, rs->run_id);
+	db_bind_text(q, 2, rs->txn_id);
+	db_bind_text(q, 3, a->b.incarnation);
+	db_bind_text(q, 4, a->b.session_id);
+	db_bind_text(q, 5, rs->content);
+	db_bind_text(q, 6, a->st->executor_id);
+	db_bind_i64(q, 7, now);
+	rc = db_step(&a->st->db, q, e);
+	if (rc == 1)
+		db_col_text(q, 0, receipt, n);
+	sqlite3_reset(q);
+	if (rc != 1)
+		return rc < 0 ? -1 : ek_fail(e, EK_SOFTWARE, "insert returned no receipt");
+	*out = ACCEPT_NEW;
+	return insert_run(a, rs, now, e);
+}
+
+/* --- execution rows ----------------------------------------------------- */
+
+#define RUN_COLS "run_id, txn_id, incarnation, session_id, program, args, env, cwd, policy, " \
+	"due_at, IFNULL(timeout_ms, 0), IFNULL(started_at, 0), IFNULL(cancel_at, 0), state, " \
+	"IFNULL(sup_pid, 0), IFNULL(sup_start, -1), IFNULL(guest_pid, 0)"
+
+static json_t *
+col_json(sqlite3_stmt *q, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(q, col);
+
+	return t ? json_loads(t, 0, NULL) : NULL;
+}
+
+static char *
+col_strdup(sqlite3_stmt *q, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(q, col);
+
+	return t ? strdup(t) : NULL;
+}
+
+static void
+read_run(sqlite3_stmt *q, struct run *r)
+{
+	memset(r, 0, sizeof *r);
+	db_col_text(q, 0, r->run_id, sizeof r->run_id);
+	r->txn_id = col_strdup(q, 1);
+	db_col_text(q, 2, r->b.incarnation, sizeof r->b.incarnation);
+	db_col_text(q, 3, r->b.session_id, sizeof r->b.session_id);
+	r->program = col_strdup(q, 4);
+	r->args = col_json(q, 5);
+	r->env = col_json(q, 6);
+	r->cwd = col_strdup(q, 7);
+	r->policy = col_json(q, 8);
+	r->due_at = sqlite3_column_int64(q, 9);
+	r->timeout_ms = sqlite3_column_int64(q, 10);
+	r->started_at = sqlite3_column_int64(q, 11);
+	r->cancel_at = sqlite3_column_int64(q, 12);
+	db_col_text(q, 13, r->state, sizeof r->state);
+	r->sup_pid = (pid_t)sqlite3_column_int64(q, 14);
+	r->sup_start = sqlite3_column_int64(q, 15);
+	r->guest_pid = (pid_t)sqlite3_column_int64(q, 16);
+}
+
+int
+run_load(struct state *st, const char *run_id, struct run *r, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT " RUN_COLS " FROM runs WHERE run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1)
+		read_run(q, r);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+void
+run_free(struct run *r)
+{
+	free(r->txn_id);
+	free(r->program);
+	free(r->cwd);
+	json_decref(r->args);
+	json_decref(r->env);
+	json_decref(r->policy);
+	memset(r, 0, sizeof *r);
+}
+
+/* Run one write statement in its own transaction; return changes() or -1. */
+static int
+write_one(struct state *st, sqlite3_stmt *q, const char *crash_before, struct ek_err *e)
+{
+	int changes;
+
+	if (db_step(&st->db, q, e) < 0) {
+		sqlite3_finalize(q);
+		db_rollback(&st->db);
+		return -1;
+	}
+	sqlite3_finalize(q);
+	changes = sqlite3_changes(st->db.h);
+	if (crash_before)
+		crash_point(crash_before);
+	return db_commit(&st->db, e) < 0 ? -1 : changes;
+}
+
+int
+run_mark_started(struct state *st, const char *run_id, const struct binding *b,
+    pid_t sup_pid, int64_t sup_start, struct ek_err *e)
+{
+	char marker[96];
+	sqlite3_stmt *q;
+	int64_t now = now_ms();
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE runs SET state = 'started', started_at = ?1, start_marker = ?2, "
+	    "sup_pid = ?3, sup_start = ?4 WHERE run_id = ?5 AND state = 'queued' AND cancel_at IS NULL "
+	    "AND incarnation = ?6 AND session_id = ?7 AND EXISTS (SELECT 1 FROM sessions "
+	    "WHERE status = 'current' AND incarnation = ?6 AND session_id = ?7) "
+	    "AND NOT EXISTS (SELECT 1 FROM results WHERE run_id = ?5)", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	snprintf(marker, sizeof marker, "%d:%lld@%lld", (int)sup_pid, (long long)sup_start, (long long)now);
+	db_bind_i64(q, 1, now);
+	db_bind_text(q, 2, marker);
+	db_bind_i64(q, 3, sup_pid);
+	db_bind_i64(q, 4, sup_start);
+	db_bind_text(q, 5, run_id);
+	db_bind_text(q, 6, b->incarnation);
+	db_bind_text(q, 7, b->session_id);
+	return write_one(st, q, NULL, e);
+}
+
+int
+run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE runs SET guest_pid = ?1 WHERE run_id = ?2", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_i64(q, 1, guest);
+	db_bind_text(q, 2, run_id);
+	return write_one(st, q, NULL, e) < 0 ? -1 : 0;
+}
+
+int
+run_delete(struct state *st, const char *run_id, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state <> 'unknown' "
+	    "AND (EXISTS (SELECT 1 FROM results WHERE run_id = ?1) "
+	    "OR EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1))", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_text(q, 1, run_id);
+	return write_one(st, q, NULL, e) < 0 ? -1 : 0;
+}
+
+int
+run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
+    int (*fn)(const char *, void *), void *arg, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id FROM runs WHERE incarnation = ?1 "
+	    "AND session_id = ?2 AND state = 'queued' AND due_at <= ?3 AND cancel_at IS NULL "
+	    "ORDER BY due_at, rowid LIMIT ?4", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	db_bind_i64(q, 3, now);
+	db_bind_i64(q, 4, limit);
+	while ((rc = db_step(&st->db, q, e)) == 1)
+		if (fn((const char *)sqlite3_column_text(q, 0), arg) != 0)
+			break;
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT sup_pid, sup_start FROM runs WHERE "
+	    "incarnation = ?1 AND session_id = ?2 AND state = 'started'", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	*n = 0;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	while ((rc = db_step(&st->db, q, e)) == 1)
+		if (proc_alive((pid_t)sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)))
+			(*n)++;
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Settle one started run whose supervisor is gone. */
+static int
+settle_orphan(struct state *st, const char *run_id, pid_t pid, int64_t start,
+    int *unknown, int *finished, struct ek_err *e)
+{
+	char why[160];
+	sqlite3_stmt *q;
+	int changes;
+
+	q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state = 'started' AND "
+	    "(EXISTS (SELECT 1 FROM results WHERE run_id = ?1) OR "
+	    "EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1))", e);
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		return -1;
+	if ((changes = sqlite3_changes(st->db.h)) > 0) {
+		(*finished)++;
+		return 0;
+	}
+	snprintf(why, sizeof why, "supervisor %d (start time %lld) is gone and chose no result",
+	    (int)pid, (long long)start);
+	q = db_prep(&st->db, "UPDATE runs SET state = 'unknown', unknown_at = ?1, unknown_why = ?2 "
+	    "WHERE run_id = ?3 AND state = 'started'", e);
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, now_ms());
+	db_bind_text(q, 2, why);
+	db_bind_text(q, 3, run_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		return -1;
+	*unknown += sqlite3_changes(st->db.h);
+	return 0;
+}
+
+int
+run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	*unknown = *finished = 0;
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "SELECT run_id, sup_pid, sup_start FROM runs WHERE state = 'started'", e);
+	if (!q)
+		goto fail;
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		pid_t pid = (pid_t)sqlite3_column_int64(q, 1);
+		int64_t start = sqlite3_column_int64(q, 2);
+		char id[RUN_ID_MAX + 1];
+
+		if (proc_alive(pid, start))
+			continue;
+		db_col_text(q, 0, id, sizeof id);
+		if (settle_orphan(st, id, pid, start, unknown, finished, e) < 0) {
+			rc = -1;
+			break;
+		}
+	}
+	sqlite3_finalize(q);
+	if (rc < 0)
+		goto fail;
+	return db_commit(&st->db, e);
+fail:
+	db_rollback(&st->db);
+	return -1;
+}
+
+int
+run_mark_cancel(struct state *st, const char *run_id, struct run *r, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "UPDATE runs SET cancel_at = IFNULL(cancel_at, ?1) WHERE run_id = ?2 "
+	    "RETURNING " RUN_COLS, e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_i64(q, 1, now_ms());
+	db_bind_text(q, 2, run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1)
+		read_run(q, r);
+	if (rc == 1 && db_step(&st->db, q, e) < 0)
+		rc = -1;
+	sqlite3_finalize(q);
+	if (rc <= 0) {
+		db_rollback(&st->db);
+		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", run_id);
+	}
+	return db_commit(&st->db, e);
+}

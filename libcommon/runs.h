@@ -1,0 +1,97 @@
+/*
+ * runs — run specs, acceptance and execution rows.  lifecycle.h draws the
+ * states; this module performs the run-side transitions.
+ *
+ * A run spec is one JSON object (doc/json.md, "run spec"):
+ *   run_id, txn_id, program, args, [due_at, timeout_ms, env, cwd, policy]
+ * Its identity is the run id; its content is the canonical form of the
+ * object as submitted (sorted keys, compact), so the same line submitted
+ * twice is recognised and a changed line is a conflict.
+ */
+#ifndef EK_RUNS_H
+#define EK_RUNS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "binding.h"
+#include "state.h"
+
+#define RUN_ID_MAX 128
+#define TXN_ID_MAX 256
+#define SPEC_LINE_MAX (1024 * 1024)
+
+struct runspec {
+	json_t *root;          /* the parsed object; fields below point into it */
+	const char *run_id, *txn_id, *program, *cwd;
+	json_t *args, *env, *policy;
+	int64_t due_at;        /* -1 when absent: due at acceptance */
+	int64_t timeout_ms;    /* 0 when absent */
+	char *content;         /* canonical JSON, malloc'd */
+};
+
+/* A run id is 1..128 bytes of [A-Za-z0-9._:-]. */
+bool run_id_valid(const char *id);
+
+/* Parse and validate one spec (len bytes, not NUL-terminated); EK_DATAERR
+ * with the offending field named on failure. */
+int runspec_parse(const char *buf, size_t len, struct runspec *rs, struct ek_err *e);
+int runspec_from_json(json_t *obj, struct runspec *rs, struct ek_err *e);
+void runspec_free(struct runspec *rs);
+
+enum accept_outcome { ACCEPT_NEW, ACCEPT_DUPLICATE, ACCEPT_CONFLICT };
+
+/* Acceptance of a batch: prepared statements reused across many runs,
+ * inside one write transaction the caller holds. */
+struct acceptor;
+struct acceptor *acceptor_new(struct state *st, const struct binding *b, struct ek_err *e);
+int acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
+    char *receipt, size_t n, struct ek_err *e);
+void acceptor_free(struct acceptor *a);
+
+/* One execution row, as the supervisor needs it. */
+struct run {
+	char run_id[RUN_ID_MAX + 1];
+	char *txn_id;
+	struct binding b;
+	char *program;
+	json_t *args, *env, *policy;
+	char *cwd;
+	int64_t due_at, timeout_ms, started_at, cancel_at;
+	char state[16];
+	pid_t sup_pid, guest_pid;
+	int64_t sup_start;
+};
+
+/* Load run_id: 1 found, 0 no execution row, -1 error. */
+int run_load(struct state *st, const char *run_id, struct run *r, struct ek_err *e);
+void run_free(struct run *r);
+
+/* queued → started for run_id under b, only if b is current and the run is
+ * not cancelled: 1 done, 0 not startable.  The start-marker commit point. */
+int run_mark_started(struct state *st, const char *run_id, const struct binding *b,
+    pid_t sup_pid, int64_t sup_start, struct ek_err *e);
+
+/* Record the guest's pid (commit point after-spawn). */
+int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e);
+
+/* Delete the execution row of a run that has a result. */
+int run_delete(struct state *st, const char *run_id, struct ek_err *e);
+
+/* Due queued runs of b, oldest first, up to limit: fn(run_id) per row. */
+int run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
+    int (*fn)(const char *run_id, void *), void *arg, struct ek_err *e);
+
+/* Runs of b in state started whose supervisor is alive. */
+int run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e);
+
+/* Settle started runs whose supervisor is gone: with a result, the row is
+ * deleted (the result is retained); without one, the run becomes unknown. */
+int run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e);
+
+/* Mark run_id cancelled (cancel_at); fills r with the row.  0 or -1. */
+int run_mark_cancel(struct state *st, const char *run_id, struct run *r, struct ek_err *e);
+
+#endif

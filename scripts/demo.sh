@@ -1,0 +1,74 @@
+#!/bin/bash
+# The quick start: install, build, start exec-dispatcher on loopback, submit
+# a demo workload, run exec-loop until the dispatcher has recorded every
+# result, print what the dispatcher recorded and what is kept locally, and
+# stop everything.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+scripts/deps.sh
+scripts/build.sh build
+PATH="$top/build:$top/cmd:$PATH"
+
+work=$(mktemp -d /tmp/execkit-demo.XXXXXX)
+export EXEC_STATE_DIR="$work/state"
+loop_pid=
+disp_pid=
+cleanup() {
+	[ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null && wait "$loop_pid" 2>/dev/null
+	[ -n "$disp_pid" ] && kill "$disp_pid" 2>/dev/null && wait "$disp_pid" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+echo "== starting exec-dispatcher on 127.0.0.1 (store $work/dispatcher.db)"
+exec-dispatcher --port 0 --port-file "$work/port" --store "$work/dispatcher.db" --quiet &
+disp_pid=$!
+for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+url="http://127.0.0.1:$(cat "$work/port")"
+echo "   $url"
+
+echo "== submitting the demo workload"
+runs='{"run_id":"hello","txn_id":"demo-1","program":"/bin/echo","args":["hello from execkit"]}'
+runs+=',{"run_id":"fails","txn_id":"demo-2","program":"/bin/sh","args":["-c","echo failing >&2; exit 3"]}'
+runs+=',{"run_id":"too-slow","txn_id":"demo-3","program":"/bin/sleep","args":["30"],"timeout_ms":500}'
+runs+=',{"run_id":"cancel-me","txn_id":"demo-4","program":"/bin/sleep","args":["30"]}'
+runs+=',{"run_id":"missing","txn_id":"demo-5","program":"/no/such/program"}'
+for i in $(seq 1 10); do
+	runs+=",{\"run_id\":\"batch-$i\",\"txn_id\":\"demo-b$i\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo item $i; sleep 0.$((i % 3))\"]}"
+done
+curl -sS --max-time 5 -X POST "$url/admin/runs" -d "{\"runs\":[$runs]}"
+echo
+
+echo "== running exec-loop (4 slots)"
+exec-loop --dispatcher "$url" --slots 4 --tick 0.2 2>"$work/loop.log" &
+loop_pid=$!
+
+finished() { curl -sS --max-time 5 "$url/admin/summary" | grep -o '"finished":[0-9]*' | cut -d: -f2; }
+cancelled=
+for _ in $(seq 1 600); do
+	if [ -z "$cancelled" ] &&
+		sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT 1 FROM runs WHERE run_id='cancel-me' AND state='started'" 2>/dev/null | grep -q 1; then
+		sid=$(exec-session show | awk '$3 == "current" {print $1}')
+		echo "== cancelling cancel-me"
+		exec-run cancel cancel-me --session "$sid"
+		cancelled=1
+	fi
+	[ "$(finished)" = 15 ] && break
+	sleep 0.1
+done
+
+echo "== stopping exec-loop"
+kill -TERM "$loop_pid"
+wait "$loop_pid" || true
+loop_pid=
+
+echo "== what the dispatcher recorded"
+curl -sS --max-time 5 "$url/admin/runs" | tr '{' '\n' | grep run_id | sed 's/[",]/ /g; s/}.*//'
+echo
+echo "== what is kept locally (exec-session report)"
+exec-session report
+echo
+echo "== guest output of 'hello'"
+cat "$EXEC_STATE_DIR/out/hello.stdout"
+echo "demo state is in $work"

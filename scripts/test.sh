@@ -1,0 +1,35 @@
+#!/bin/sh
+# Install dependencies, build, and run the whole test suite twice: plainly
+# and under AddressSanitizer + UndefinedBehaviorSanitizer.  The last line
+# is the summary "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+scripts/deps.sh || exit 1
+
+status=0
+for variant in plain sanitizers; do
+	dir=build
+	flags=
+	if [ "$variant" = sanitizers ]; then
+		dir=build-san
+		flags=--enable-sanitizers
+	fi
+	# shellcheck disable=SC2086 # flags is one optional word
+	scripts/build.sh "$dir" $flags || { echo "build ($variant) failed"; status=1; continue; }
+	echo "== test suite ($variant)"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		make -s -C "$dir" check >/dev/null 2>&1 || status=1
+	for trs in "$dir"/tests/*.trs; do
+		if grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
+			echo "--- failures in ${trs%.trs}.log"
+			grep -vE '^ok ' "${trs%.trs}.log"
+		fi
+	done
+done
+
+passed=$(cat build/tests/*.trs build-san/tests/*.trs 2>/dev/null | grep -cE '^:test-result: (PASS|XFAIL)')
+failed=$(cat build/tests/*.trs build-san/tests/*.trs 2>/dev/null | grep -cE '^:test-result: (FAIL|ERROR|XPASS)')
+[ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
+echo "$passed passed, $failed failed"
+exit "$status"

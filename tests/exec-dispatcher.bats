@@ -1,0 +1,578 @@
+#!/usr/bin/env bats
+# exec-dispatcher: the reference dispatcher, exercised over HTTP with curl.
+# Every request is bounded (--max-time), every wait loop is bounded, ports
+# are chosen by the dispatcher (--port 0), and it listens on 127.0.0.1 only.
+
+if [[ -f $BATS_TEST_DIRNAME/helpers.bash ]]; then
+	load helpers
+fi
+
+DISP_BIN=${EXECKIT_BUILDDIR:-$BATS_TEST_DIRNAME/..}/exec-dispatcher
+XID=0123456789abcdef0123456789abcdef
+XID2=fedcba9876543210fedcba9876543210
+
+# disp_start DIR [OPTION...]: start a dispatcher with its store and port
+# file in DIR; set DISP_URL and DISP_PID.  Waits at most 5 s for the port.
+disp_start() {
+	local dir=$1 i
+	shift
+	rm -f "$dir/port"
+	"$DISP_BIN" --port 0 --port-file "$dir/port" --store "$dir/disp.db" "$@" \
+		2>>"$dir/disp.log" &
+	DISP_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $dir/port ]] && break
+		sleep 0.05
+	done
+	[[ -s $dir/port ]] || { echo "dispatcher did not start" >&2; return 1; }
+	DISP_URL=http://127.0.0.1:$(<"$dir/port")
+}
+
+# disp_stop: SIGTERM the dispatcher and require exit status 0 within 5 s.
+disp_stop() {
+	local i
+	[[ -n ${DISP_PID-} ]] || return 0
+	kill -TERM "$DISP_PID" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$DISP_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$DISP_PID"
+	local rc=$?
+	DISP_PID=
+	return "$rc"
+}
+
+# LOCAL FALLBACK: tests/helpers.bash is expected to provide these two; the
+# definitions below are used only until it does (same contract: background
+# dispatcher with --store $BATS_TEST_TMPDIR/disp.db --quiet, $DISP_URL, $DISP_PID).
+if ! declare -F start_dispatcher >/dev/null; then
+	start_dispatcher() { disp_start "$BATS_TEST_TMPDIR" --quiet "$@"; }
+	stop_dispatcher() { disp_stop; }
+fi
+
+setup() {
+	start_dispatcher
+}
+
+teardown() {
+	if declare -F common_teardown >/dev/null; then
+		common_teardown
+	else
+		stop_dispatcher || true
+	fi
+	if [[ -n ${OTHER_PID-} ]]; then
+		kill -TERM "$OTHER_PID" 2>/dev/null || true
+		wait "$OTHER_PID" 2>/dev/null || true
+	fi
+}
+
+# api METHOD PATH [BODY [CREDENTIAL]]: one bounded request; sets $code and
+# $body.  BODY "@file" sends a file byte for byte.  The credential goes in a
+# header file, never on curl's command line.
+api() {
+	local method=$1 path=$2 data=${3-} cred=${4-}
+	local args=(-sS --noproxy '*' --max-time 5 -o "$BATS_TEST_TMPDIR/resp" -w '%{http_code}' -X "$method")
+	if [[ -n $cred ]]; then
+		printf 'Authorization: Bearer %s\n' "$cred" >"$BATS_TEST_TMPDIR/auth"
+		args+=(-H @"$BATS_TEST_TMPDIR/auth")
+	fi
+	if [[ -n $data ]]; then
+		args+=(-H 'Content-Type: application/json' --data-binary "$data")
+	fi
+	code=$(curl "${args[@]}" "$DISP_URL$path") || code="curl-$?"
+	body=$(cat "$BATS_TEST_TMPDIR/resp" 2>/dev/null || true)
+	rm -f "$BATS_TEST_TMPDIR/resp"
+}
+
+# field KEY: the string value of "KEY" in $body (compact JSON).
+field() {
+	sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$body"
+}
+
+# num KEY: the integer value of "KEY" in $body.
+num() {
+	sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p" <<<"$body"
+}
+
+# negotiate [XID]: new session; sets SID, CRED, INC.
+negotiate() {
+	api POST /v1/sessions "{\"executor_id\":\"${1:-$XID}\"}"
+	[[ $code == 201 ]] || { echo "negotiate: $code $body" >&2; return 1; }
+	SID=$(field session_id) CRED=$(field credential) INC=$(field incarnation)
+}
+
+# submit RUN_ID [EXTRA_JSON]: submit one run spec.
+submit() {
+	api POST /admin/runs "{\"run_id\":\"$1\",\"txn_id\":\"t-$1\",\"program\":\"/bin/true\"${2:+,$2}}"
+}
+
+# result_body RUN_ID [OUTCOME [MESSAGE]]: a result body under SID/INC.
+result_body() {
+	printf '{"run_id":"%s","incarnation":"%s","session_id":"%s","outcome":"%s","exit_code":0,"wait_status":0,"message":"%s","chosen_at":1764500000000}' \
+		"$1" "$INC" "$SID" "${2:-exited}" "${3:-exited with status 0}"
+}
+
+# take RUN_IDS...: submit the runs and hand them to SID through the feed.
+take() {
+	local r
+	for r in "$@"; do submit "$r"; [[ $code == 200 ]]; done
+	api GET "/v1/sessions/$SID/work?max=1000" "" "$CRED"
+	[[ $code == 200 ]]
+}
+
+@test "--help, --version and an unknown option" {
+	run "$DISP_BIN" --help
+	[[ $status -eq 0 && $output == *"Usage: exec-dispatcher"* && $output == *--port-file* ]]
+	run "$DISP_BIN" -h
+	[[ $status -eq 0 ]]
+	run "$DISP_BIN" --version
+	[[ $status -eq 0 && $output == "exec-dispatcher (execkit) "* ]]
+	run "$DISP_BIN" --no-such-option
+	[[ $status -eq 64 && $output == *"Try 'exec-dispatcher --help'"* ]]
+	run "$DISP_BIN" --port 70000
+	[[ $status -eq 64 ]]
+	run "$DISP_BIN" --incarnation bogus
+	[[ $status -eq 64 ]]
+}
+
+@test "--port 0 gives two instances distinct ports on 127.0.0.1" {
+	mkdir "$BATS_TEST_TMPDIR/b"
+	local first=$DISP_URL first_pid=$DISP_PID
+	disp_start "$BATS_TEST_TMPDIR/b" --quiet
+	OTHER_PID=$DISP_PID
+	DISP_PID=$first_pid
+	[[ $DISP_URL != "$first" && $DISP_URL == http://127.0.0.1:* ]]
+	# listening on 127.0.0.1 only: /proc/net/tcp shows 0100007F:PORT in LISTEN (0A)
+	local hex
+	hex=$(printf '%04X' "${DISP_URL##*:}")
+	grep -q "^ *[0-9]*: 0100007F:$hex 00000000:0000 0A" /proc/net/tcp
+	! grep -q "^ *[0-9]*: 00000000:$hex 00000000:0000 0A" /proc/net/tcp
+	api GET /admin/summary
+	[[ $code == 200 ]]
+	DISP_URL=$first
+	api GET /admin/summary
+	[[ $code == 200 ]]
+}
+
+@test "negotiation answers the protocol's identities" {
+	negotiate
+	[[ $SID =~ ^ses-[0-9a-f]{16}$ ]]
+	[[ $INC =~ ^inc-[0-9a-f]{16}$ ]]
+	[[ $CRED =~ ^[0-9a-f]{64}$ ]]
+	[[ $(num lease_ms) == 30000 && $(num heartbeat_ms) == 2000 ]]
+	api POST /v1/sessions '{"executor_id":"xyz"}'
+	[[ $code == 400 && $(field error) == invalid ]]
+	api POST /v1/sessions '{}'
+	[[ $code == 400 ]]
+	api POST /v1/sessions 'not json'
+	[[ $code == 400 && $(field error) == invalid ]]
+}
+
+@test "heartbeat extends a current session; bad credential and unknown session refused" {
+	negotiate
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(field status) == current && $(num lease_ms) == 30000 ]]
+	local bad=${CRED:0:63}
+	[[ ${CRED:63} == 0 ]] && bad+=1 || bad+=0
+	api POST "/v1/sessions/$SID/heartbeat" "" "$bad"
+	[[ $code == 401 && $(field error) == unauthorized ]]
+	api POST "/v1/sessions/$SID/heartbeat"
+	[[ $code == 401 ]]
+	api POST /v1/sessions/ses-0000000000000000/heartbeat "" "$CRED"
+	[[ $code == 404 && $(field error) == unknown_session ]]
+}
+
+@test "renegotiating replaces the executor's earlier session, not others'" {
+	negotiate
+	local old_sid=$SID old_cred=$CRED
+	negotiate "$XID2"
+	local other_sid=$SID other_cred=$CRED
+	negotiate
+	api POST "/v1/sessions/$old_sid/heartbeat" "" "$old_cred"
+	[[ $code == 410 && $(field error) == session_over && $(field status) == replaced ]]
+	api POST "/v1/sessions/$other_sid/heartbeat" "" "$other_cred"
+	[[ $code == 200 ]]
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]
+	api GET /admin/sessions
+	[[ $code == 200 && $body == *"\"session_id\":\"$old_sid\",\"executor_id\":\"$XID\",\"status\":\"replaced\""* ]]
+}
+
+@test "admin revoke, expire and replace end a session with that status" {
+	local verb st
+	for verb in revoke expire replace; do
+		negotiate
+		api POST "/admin/sessions/$SID/$verb"
+		st=$(field status)
+		[[ $code == 200 && $st == "${verb%e}ed" ]]
+		api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+		[[ $code == 410 && $(field status) == "$st" ]]
+		api GET "/v1/sessions/$SID/work" "" "$CRED"
+		[[ $code == 410 ]]
+	done
+	api POST /admin/sessions/ses-0000000000000000/revoke
+	[[ $code == 404 && $(field error) == unknown_session ]]
+}
+
+@test "close ends a session; closing again is session_over" {
+	negotiate
+	api DELETE "/v1/sessions/$SID" "" "$CRED"
+	[[ $code == 200 && $(field status) == closed ]]
+	api DELETE "/v1/sessions/$SID" "" "$CRED"
+	[[ $code == 410 && $(field status) == closed ]]
+}
+
+@test "a lease that runs out makes the session expired" {
+	stop_dispatcher
+	disp_start "$BATS_TEST_TMPDIR" --quiet --lease-ms 200
+	negotiate
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num lease_ms) == 200 ]]
+	local i
+	for ((i = 0; i < 50; i++)); do
+		api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+		[[ $code == 200 ]] || break
+		sleep 0.3    # longer than the lease: the next heartbeat is too late
+	done
+	[[ $code == 410 && $(field status) == expired ]]
+}
+
+@test "feed hands runs in submit order, re-hands unreceipted ones, honours receipts" {
+	negotiate
+	local r
+	for r in r1 r2 r3; do submit "$r"; [[ $code == 200 && $(num submitted) == 1 ]]; done
+	api GET "/v1/sessions/$SID/work?max=2" "" "$CRED"
+	[[ $code == 200 && $body == '{"runs":[{"args":[],"program":"/bin/true","run_id":"r1","txn_id":"t-r1"},{"args":[],"program":"/bin/true","run_id":"r2","txn_id":"t-r2"}]}' ]]
+	# the answer was "lost": the same runs come again, in the same order
+	api GET "/v1/sessions/$SID/work?max=2" "" "$CRED"
+	[[ $code == 200 && $body == *'"run_id":"r1"'*'"run_id":"r2"'* && $body != *r3* ]]
+	api POST "/v1/sessions/$SID/receipts" '{"receipts":[{"run_id":"r1","receipt":"x1","outcome":"accepted"},{"run_id":"r2","receipt":"x2","outcome":"duplicate"}]}' "$CRED"
+	[[ $code == 200 && $(num recorded) == 2 ]]
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	[[ $code == 200 && $body == '{"runs":[{"args":[],"program":"/bin/true","run_id":"r3","txn_id":"t-r3"}]}' ]]
+	api POST "/v1/sessions/$SID/receipts" '{"receipts":[{"run_id":"r3","receipt":"x3","outcome":"conflict"}]}' "$CRED"
+	[[ $code == 200 && $(num recorded) == 1 ]]
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	[[ $code == 200 && $body == '{"runs":[]}' ]]
+	api GET /admin/runs
+	[[ $body == *'"run_id":"r1","state":"accepted"'*'"run_id":"r3","state":"rejected"'* ]]
+	api GET /admin/runs/r1
+	[[ $(field owner_session) == "$SID" && $(field receipt) == x1 ]]
+	api POST "/v1/sessions/$SID/receipts" '{"receipts":[{"run_id":"r1","outcome":"maybe"}]}' "$CRED"
+	[[ $code == 400 ]]
+	api GET "/v1/sessions/$SID/work?max=x" "" "$CRED"
+	[[ $code == 400 ]]
+}
+
+@test "a run handed to one session is not handed to another" {
+	negotiate
+	take r1
+	negotiate "$XID2"
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	[[ $code == 200 && $body == '{"runs":[]}' ]]
+}
+
+@test "admin submit validates, counts duplicates and refuses conflicting specs" {
+	submit r1 '"args":["a"],"env":{"K":"v"},"cwd":"/","timeout_ms":5,"due_at":0,"policy":{"cost":2}'
+	[[ $code == 200 && $(num submitted) == 1 && $(num duplicates) == 0 ]]
+	submit r1 '"cwd":"/","env":{"K":"v"},"args":["a"],"timeout_ms":5,"due_at":0,"policy":{"cost":2}'
+	[[ $code == 200 && $(num submitted) == 0 && $(num duplicates) == 1 ]]
+	submit r1 '"args":["b"]'
+	[[ $code == 409 && $(field error) == conflict ]]
+	submit r2 '"colour":"red"'
+	[[ $code == 400 && $(field error) == invalid ]]
+	submit 'bad id'
+	[[ $code == 400 ]]
+	submit r2 '"timeout_ms":0'
+	[[ $code == 400 ]]
+	api POST /admin/runs '{"run_id":"r2","program":"x"}'
+	[[ $code == 400 ]]
+	# a batch is all or nothing
+	api POST /admin/runs '{"runs":[{"run_id":"r2","txn_id":"t","program":"x"},{"run_id":"r1","txn_id":"t","program":"x"}]}'
+	[[ $code == 409 ]]
+	api GET /admin/runs/r2
+	[[ $code == 404 && $(field error) == unknown_run ]]
+	api POST /admin/runs '{"runs":[{"run_id":"r2","txn_id":"t","program":"x"},{"run_id":"r3","txn_id":"t","program":"x"}]}'
+	[[ $code == 200 && $(num submitted) == 2 ]]
+	api POST /admin/runs '{"run_id":'
+	[[ $code == 400 && $(field error) == invalid ]]
+}
+
+@test "a result is recorded once; a duplicate is acknowledged and charged once" {
+	negotiate
+	take r1
+	result_body r1 >"$BATS_TEST_TMPDIR/res"
+	api POST /v1/results @"$BATS_TEST_TMPDIR/res" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+	local rid
+	rid=$(num record_id)
+	[[ $rid -gt 0 ]]
+	api POST /v1/results @"$BATS_TEST_TMPDIR/res" "$CRED"
+	[[ $code == 200 && $(field status) == duplicate && $(num record_id) == "$rid" ]]
+	api GET /admin/runs/r1
+	[[ $(field state) == finished && $(num record_id) == "$rid" ]]
+	[[ $body == *'"ledger":[{"charge":1,'* && $(grep -o '"charge":' <<<"$body" | wc -l) == 1 ]]
+	[[ $body == *'"result":{"run_id":"r1",'* && $(num max_in_flight) == 1 ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 1 && $(num results) == 1 && $(num reports) == 2 ]]
+}
+
+@test "the ledger charges 1 + policy.cost" {
+	negotiate
+	submit r1 '"policy":{"cost":4}'
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 5 ]]
+}
+
+@test "results are refused in the protocol's order" {
+	negotiate
+	local a_sid=$SID a_cred=$CRED
+	take r1 r2
+	# conflict: a different body for a recorded run
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 ]]
+	api POST /v1/results "$(result_body r1 killed)" "$CRED"
+	[[ $code == 409 && $(field error) == conflict ]]
+	# unknown run
+	api POST /v1/results "$(result_body nope)" "$CRED"
+	[[ $code == 404 && $(field error) == unknown_run ]]
+	# wrong session: r2 belongs to a
+	negotiate "$XID2"
+	api POST /v1/results "$(result_body r2)" "$CRED"
+	[[ $code == 409 && $(field error) == wrong_session ]]
+	# unauthorized: b's credential for a body naming a, or no credential
+	SID=$a_sid
+	api POST /v1/results "$(result_body r2)" "$CRED"
+	[[ $code == 401 && $(field error) == unauthorized ]]
+	api POST /v1/results "$(result_body r2)"
+	[[ $code == 401 ]]
+	# invalid is checked before the credential
+	api POST /v1/results '{"run_id":"r2"}' "$a_cred"
+	[[ $code == 400 && $(field error) == invalid ]]
+	# session over: a is revoked
+	api POST "/admin/sessions/$a_sid/revoke"
+	api POST /v1/results "$(result_body r2)" "$a_cred"
+	[[ $code == 410 && $(field error) == session_over && $(field status) == revoked ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 1 && $(num results) == 1 ]]
+	api GET /admin/runs/r2
+	[[ $body == *'"status":409,"error":"wrong_session"'*'"status":401,"error":"unauthorized"'*'"status":410,"error":"session_over"'* ]]
+}
+
+@test "invalid result bodies are 400" {
+	negotiate
+	take r1
+	local good bad
+	good=$(result_body r1)
+	for bad in "${good%\}},\"extra\":1}" "${good/\"exited\"/\"died\"}" \
+		"${good/\"exit_code\":0/\"exit_code\":256}" "${good/\"exit_code\":0/\"exit_code\":0.5}" \
+		"${good/\"wait_status\":0/\"wait_status\":\"0\"}" "${good/,\"chosen_at\":1764500000000/}" \
+		'[]' '{"run_id":' "$good$good"; do
+		api POST /v1/results "$bad" "$CRED"
+		[[ $code == 400 && $(field error) == invalid ]]
+	done
+	api POST /v1/results "${good/\"wait_status\":0/\"wait_status\":null}" "$CRED"
+	[[ $code == 200 ]]
+	result_body r1 exited "$(head -c 4097 /dev/zero | tr '\0' m)" >"$BATS_TEST_TMPDIR/big"
+	api POST /v1/results @"$BATS_TEST_TMPDIR/big" "$CRED"
+	[[ $code == 400 ]]
+}
+
+@test "a body larger than 64 KiB is 400 invalid" {
+	negotiate
+	{ printf '{"run_id":"r1","pad":"'; head -c 70000 /dev/zero | tr '\0' x; printf '"}'; } >"$BATS_TEST_TMPDIR/huge"
+	api POST /v1/results @"$BATS_TEST_TMPDIR/huge" "$CRED"
+	[[ $code == 400 && $(field error) == invalid && $body == *"larger than"* ]]
+	api GET /admin/summary
+	[[ $code == 200 ]]
+}
+
+@test "body_sha256 matches sha256sum for every length mod 64" {
+	negotiate
+	take r1
+	local n msg want lens
+	lens=$(seq 0 70; echo 1000 4000)
+	for n in $lens; do
+		msg=$(head -c "$n" /dev/zero | tr '\0' a)
+		result_body r1 exited "$msg" >"$BATS_TEST_TMPDIR/b$n"
+		api POST /v1/results @"$BATS_TEST_TMPDIR/b$n" "$CRED"
+		[[ $code == 200 || $code == 409 ]]
+	done
+	api GET /admin/runs/r1
+	for n in $lens; do
+		want=$(sha256sum <"$BATS_TEST_TMPDIR/b$n")
+		[[ $body == *"\"body_sha256\":\"${want%% *}\""* ]]
+	done
+}
+
+@test "unknown path is 404 not_found, wrong method 405, always JSON" {
+	run curl -sS --noproxy '*' --max-time 5 -i "$DISP_URL/nowhere"
+	[[ $output == *"404"* && $output == *"Content-Type: application/json"* && $output == *'"error":"not_found"'* ]]
+	api DELETE /v1/results
+	[[ $code == 405 && $(field error) == method_not_allowed ]]
+	api GET /v1/sessions
+	[[ $code == 405 ]]
+}
+
+@test "fault 5xx and 429 answer without handling, then service resumes" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"5xx"}'
+	[[ $code == 200 ]]
+	api POST /admin/faults '{"kind":"429"}'
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 503 && $(field error) == unavailable ]]
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 429 && $(field error) == overloaded ]]
+	api GET /admin/runs/r1
+	[[ $(field state) == offered ]]
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+	api GET /admin/runs/r1
+	[[ $body == *'"status":503,'*'"fault":"5xx"'*'"status":429,'*'"status":200,'* ]]
+}
+
+@test "fault reset closes without handling" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"reset"}'
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == curl-52 ]]
+	api GET /admin/runs/r1
+	[[ $(field state) == offered && $body == *'"result":null'* && $body == *'"fault":"reset"'* ]]
+}
+
+@test "fault drop_ack records, drops the answer; the resend is a duplicate charged once" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"drop_ack"}'
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == curl-52 ]]
+	api GET /admin/runs/r1
+	[[ $(field state) == finished ]]
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 && $(field status) == duplicate ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 1 ]]
+}
+
+@test "fault malformed records and answers 200 with a body that is not JSON" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"malformed"}'
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 ]]
+	[[ $body == *recorded* && $body != *'}' ]]
+	api GET /admin/runs/r1
+	[[ $(field state) == finished ]]
+}
+
+@test "fault delay answers late and counts as in flight; overlap is measured" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"delay","delay_ms":400}'
+	local t0=$SECONDS ms
+	ms=$(date +%s%3N)
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 && $(( $(date +%s%3N) - ms )) -ge 400 ]]
+	api GET /admin/runs/r1
+	[[ $(num max_in_flight) == 1 ]]
+	# two reports at once, both delayed: the dispatcher sees them overlap
+	api POST /admin/faults '{"kind":"delay","delay_ms":400,"count":2}'
+	result_body r1 >"$BATS_TEST_TMPDIR/res"
+	curl -sS --noproxy '*' --max-time 5 -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary @"$BATS_TEST_TMPDIR/res" "$DISP_URL/v1/results" &
+	local bg=$!
+	api POST /v1/results @"$BATS_TEST_TMPDIR/res" "$CRED"
+	wait "$bg"
+	[[ $code == 200 && $(field status) == duplicate ]]
+	api GET /admin/runs/r1
+	[[ $(num max_in_flight) == 2 ]]
+	[[ $((SECONDS - t0)) -lt 10 ]]
+}
+
+@test "fault hang never answers and ends when the client gives up" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"hang","delay_ms":60000}'
+	run curl -sS --noproxy '*' --max-time 1 -H "@$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r1)" "$DISP_URL/v1/results"
+	[[ $status -eq 28 ]]
+	api GET /admin/runs/r1
+	[[ $code == 200 && $(field state) == offered ]]
+	local i
+	for ((i = 0; i < 50; i++)); do
+		api GET /admin/runs/r1
+		[[ $body == *'"fault":"hang"'* ]] && break
+		sleep 0.1
+	done
+	[[ $body == *'"status":0,"error":null,"fault":"hang"'* ]]
+}
+
+@test "SIGTERM stops the dispatcher promptly even while a request hangs" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"hang","delay_ms":60000}'
+	curl -sS --noproxy '*' --max-time 10 -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r1)" "$DISP_URL/v1/results" 2>/dev/null &
+	local bg=$! t0=$SECONDS i
+	for ((i = 0; i < 50; i++)); do
+		api GET /admin/runs/r1
+		[[ $(num max_in_flight) == 1 ]] && break
+		sleep 0.1
+	done
+	disp_stop
+	[[ $((SECONDS - t0)) -lt 5 ]]
+	wait "$bg" || true
+}
+
+@test "faults match a path prefix and DELETE clears them" {
+	api POST /admin/faults '{"kind":"5xx","count":3,"path":"/admin/summary"}'
+	[[ $code == 200 && $(num count) == 3 ]]
+	api GET /admin/summary
+	[[ $code == 503 ]]
+	api DELETE /admin/faults
+	[[ $code == 200 && $(num cleared) == 1 ]]
+	api GET /admin/summary
+	[[ $code == 200 ]]
+	api POST /admin/faults '{"kind":"explode"}'
+	[[ $code == 400 ]]
+}
+
+@test "a restart on the same store keeps the incarnation, sessions and runs" {
+	negotiate
+	take r1
+	stop_dispatcher
+	disp_start "$BATS_TEST_TMPDIR" --quiet --incarnation inc-0000000000000001
+	api GET /admin/summary
+	[[ $(field incarnation) == "$INC" ]]
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+}
+
+@test "--incarnation names a new store" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/n"
+	disp_start "$BATS_TEST_TMPDIR/n" --quiet --incarnation inc-00000000000000ab
+	api GET /admin/summary
+	[[ $(field incarnation) == inc-00000000000000ab ]]
+}
+
+@test "the request log never shows the credential" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/l"
+	disp_start "$BATS_TEST_TMPDIR/l"
+	negotiate
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]
+	disp_stop
+	grep -q "listening on 127.0.0.1:" "$BATS_TEST_TMPDIR/l/disp.log"
+	grep -q "POST /v1/sessions/$SID/heartbeat 200" "$BATS_TEST_TMPDIR/l/disp.log"
+	! grep -q "$CRED" "$BATS_TEST_TMPDIR/l/disp.log"
+}
