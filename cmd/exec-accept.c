@@ -118,8 +118,15 @@ accept_spec(struct batch *b, long line, struct runspec *rs, struct ek_err *e)
 static void
 reject(struct batch *b, long line, const char *run_id, const struct ek_err *why)
 {
+	char msg[sizeof why->msg];
+
+	/* The message may quote input cut mid-character: keep it valid UTF-8,
+	 * or json_pack() refuses it and the line loses its outcome. */
+	memcpy(msg, why->msg, sizeof msg);
+	msg[sizeof msg - 1] = '\0';
+	utf8_clip(msg, sizeof msg - 1);
 	b->rejected++;
-	record(b, line, run_id, "invalid", NULL, why->msg);
+	record(b, line, run_id, "invalid", NULL, msg);
 }
 
 /* Read one line of at most SPEC_LINE_MAX bytes; longer lines are consumed

@@ -1606,12 +1606,11 @@ req_append(struct req *rq, const char *data, size_t n)
 static enum MHD_Result
 req_finish(struct req *rq)
 {
+	const char *id = rq->is_result && body_json(rq) ?
+	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
 	char run_id[129] = "";
 	enum MHD_Result r;
 	int n;
-
-	const char *id = rq->is_result && body_json(rq) ?
-	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
 
 	if (id && is_run_id(id)) {
 		snprintf(run_id, sizeof run_id, "%s", id);

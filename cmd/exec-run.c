@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@
 static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
-	OPT_SESSION, OPT_TIMEOUT };
+	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -52,6 +53,7 @@ static const struct option options[] = {
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -71,6 +73,8 @@ static const char USAGE[] =
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
 	"      --session SID      cancel: the current session, named by the caller\n"
 	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
+	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
+	"                         is committed (exec-run start uses it)\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -84,7 +88,7 @@ static const char USAGE[] =
 
 struct opts {
 	const char *state_dir, *session, *cmd, *run_id;
-	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms;
+	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd;
 	int json, wait;
 };
 
@@ -263,6 +267,13 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	rc = run_mark_started(st, r.run_id, &r.b, getpid(), proc_start_time(getpid()), e);
 	if (rc == 0)
 		rc = not_startable(st, &r, e);
+	if (o->ready_fd >= 0) {
+		/* Tell the starter the marker is committed (if it is gone, the
+		 * write fails and we supervise anyway), then let go. */
+		if (rc > 0)
+			(void)!write((int)o->ready_fd, "1", 1);
+		close((int)o->ready_fd);
+	}
 	if (rc > 0) {
 		crash_point("start-marker");
 		rc = run_guest(st, o, &r, &end, e);
@@ -286,21 +297,22 @@ struct starter {
 
 /* Child side of a start: become a detached supervisor for run_id. */
 static void
-exec_supervisor(const struct starter *s, const char *run_id)
+exec_supervisor(const struct starter *s, const char *run_id, int ready)
 {
-	char budget[32], grace[32], maxout[32];
+	char budget[32], grace[32], maxout[32], readyfd[32];
 	char *argv[] = { (char *)PROG, "--state-dir", s->st->dir, "--budget-ms", budget,
-		"--grace-ms", grace, "--max-output", maxout, NULL, "supervise", "--",
-		(char *)run_id, NULL };
+		"--grace-ms", grace, "--max-output", maxout, "--ready-fd", readyfd, NULL,
+		"supervise", "--", (char *)run_id, NULL };
 
+	fcntl(ready, F_SETFD, 0);   /* the one descriptor the supervisor inherits */
+	snprintf(readyfd, sizeof readyfd, "%d", ready);
 	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
 	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);
 	snprintf(maxout, sizeof maxout, "%lld", (long long)s->o->max_output);
-	if (s->o->json) {
-		argv[9] = "--json";
-	} else {
-		memmove(&argv[9], &argv[10], 4 * sizeof argv[0]);
-	}
+	if (s->o->json)
+		argv[11] = "--json";
+	else
+		memmove(&argv[11], &argv[12], 4 * sizeof argv[0]);
 	setsid();
 	execv(s->self, argv);
 	fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(errno));
@@ -324,28 +336,48 @@ detach_output(struct state *st)
 	}
 }
 
-/* Fork a supervisor: waited for with --wait, detached otherwise. */
+/* Wait (bounded) for the supervisor's word that its start marker is
+ * committed; EOF means it did not start the run. */
+static bool
+await_marker(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c = 0;
+	bool ok;
+
+	ok = poll(&p, 1, 10000) == 1 && read(fd, &c, 1) == 1 && c == '1';
+	close(fd);
+	return ok;
+}
+
+/* Fork a supervisor (waited for with --wait, detached otherwise) and
+ * return once it has committed its start marker or given up. */
 static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
+	int ready[2];
 	pid_t pid;
 
 	fflush(stdout);
-	if ((pid = fork()) < 0)
+	if (pipe2(ready, O_CLOEXEC) < 0 || (pid = fork()) < 0)
 		return -1;
 	if (pid == 0) {
+		close(ready[0]);
 		if (!s->o->wait) {
 			if (fork() != 0)
 				_exit(0);   /* the grandchild is reparented: nobody waits on it */
 			detach_output(s->st);
 		}
-		exec_supervisor(s, run_id);
+		exec_supervisor(s, run_id, ready[1]);
 	}
+	close(ready[1]);
 	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
 		s->kids[s->nkids++] = pid;
 	else
 		waitpid(pid, NULL, 0);
+	if (!await_marker(ready[0]))
+		return 0;
 	s->started++;
 	if (!s->o->wait && !s->o->json)
 		printf("started %s\n", run_id);
@@ -491,6 +523,7 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_GRACE: return number("grace-ms", optarg, 0, 3600000, &o->grace_ms);
 	case OPT_MAX_OUTPUT: return number("max-output", optarg, 0, 1LL << 30, &o->max_output);
 	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
+	case OPT_READY_FD: return number("ready-fd", optarg, 3, 1024, &o->ready_fd);
 	default: return cli_bad_option(PROG, argv);
 	}
 }
@@ -501,7 +534,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	int c, rc;
 	bool needs_id;
 
-	*o = (struct opts){ .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
+	*o = (struct opts){ .ready_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
 		.max_output = 1 << 20, .timeout_ms = 60000 };
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
 		if ((rc = parse_opt(c, o, argv)) != 0)

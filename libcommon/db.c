@@ -43,11 +43,10 @@ db_exec(struct db *db, const char *sql, struct ek_err *e)
 }
 
 int
-db_open(struct db *db, const char *path, bool create, struct ek_err *e)
+db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e)
 {
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
 	    (create ? SQLITE_OPEN_CREATE : 0);
-	int persist = 1;
 
 	memset(db, 0, sizeof *db);
 	db->path = path;
@@ -64,16 +63,34 @@ db_open(struct db *db, const char *path, bool create, struct ek_err *e)
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	return 0;
+}
+
+int
+db_configure(struct db *db, struct ek_err *e)
+{
+	int persist = 1;
+
 	/* Keep the WAL file between processes (saves creating and syncing it on
 	 * every call) but cap what it may keep, so it cannot grow without bound. */
 	sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	if (db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
 	    "PRAGMA foreign_keys=ON; PRAGMA journal_size_limit=1048576;"
-	    "PRAGMA cell_size_check=ON;", e) < 0) {
+	    "PRAGMA cell_size_check=ON;", e) < 0)
+		return -1;
+	sqlite3_commit_hook(db->h, commit_hook, db);
+	return 0;
+}
+
+int
+db_open(struct db *db, const char *path, bool create, struct ek_err *e)
+{
+	if (db_open_untouched(db, path, create, e) < 0)
+		return -1;
+	if (db_configure(db, e) < 0) {
 		db_close(db);
 		return -1;
 	}
-	sqlite3_commit_hook(db->h, commit_hook, db);
 	return 0;
 }
 

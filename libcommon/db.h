@@ -27,6 +27,13 @@ struct db {
  * WAL, synchronous=FULL, foreign keys, defensive).  create: allow creating
  * the file.  On failure fills e (corrupt file → EK_DATAERR). */
 int db_open(struct db *db, const char *path, bool create, struct ek_err *e);
+
+/* db_open() in two steps, so a caller can look at a file and refuse it
+ * untouched: db_open_untouched() opens without any pragma that may write
+ * (journal_mode=WAL rewrites the header of a rollback-journal file);
+ * db_configure() then applies the settings.  On failure the caller closes. */
+int db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e);
+int db_configure(struct db *db, struct ek_err *e);
 void db_close(struct db *db);
 
 int db_begin_write(struct db *db, struct ek_err *e);

@@ -195,6 +195,7 @@ fail:
 int
 runspec_parse(const char *buf, size_t len, struct runspec *rs, struct ek_err *e)
 {
+	const char *nul = memchr(buf, '\0', len);
 	json_error_t je;
 	json_t *o;
 	int rc;
@@ -202,6 +203,8 @@ runspec_parse(const char *buf, size_t len, struct runspec *rs, struct ek_err *e)
 	memset(rs, 0, sizeof *rs);
 	if (len > SPEC_LINE_MAX)
 		return ek_fail(e, EK_DATAERR, "line of %zu bytes is over the %d-byte limit", len, SPEC_LINE_MAX);
+	if (nul)   /* jansson would only say "end of file expected" */
+		return ek_fail(e, EK_DATAERR, "malformed JSON: NUL byte at byte %zu", (size_t)(nul - buf) + 1);
 	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
 		return ek_fail(e, EK_DATAERR, "malformed JSON at column %d: %s", je.column, je.text);

@@ -186,25 +186,29 @@ check_identity(struct state *st, struct ek_err *e)
 	return 0;
 }
 
+/* Look before touching: a file that is not ours is refused unchanged. */
 static int
 open_db(struct state *st, bool create, struct ek_err *e)
 {
-	int app = 0, ver = 0;
+	int app = 0, ver = 0, tables = 0;
 
-	if (db_open(&st->db, st->dbpath, create, e) < 0)
+	if (db_open_untouched(&st->db, st->dbpath, create, e) < 0)
 		return -1;
 	if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
-	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0)
+	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
+	    pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
 		return -1;
-	if (app == 0 && ver == 0 && create)
-		return create_schema(st, e);
+	if (app == 0 && ver == 0 && tables == 0 && create)
+		return db_configure(&st->db, e) < 0 ? -1 : create_schema(st, e);
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);
 	if (ver != SCHEMA_STEPS)
 		return ek_fail(e, EK_VERSION, "%s: schema version %d, this is execkit %s with schema %d; "
 		    "drain it with the execkit that wrote it", st->dbpath, ver, PACKAGE_VERSION, SCHEMA_STEPS);
-	return check_identity(st, e);
+	if (check_identity(st, e) < 0)
+		return -1;
+	return db_configure(&st->db, e);
 }
 
 int

@@ -99,3 +99,32 @@ wait_for() {
 disp_field() {
 	admin GET "/admin/runs/$1" | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" | head -1
 }
+
+# How many reports / ledger charges the dispatcher holds for a run.
+disp_reports() { admin GET "/admin/runs/$1" | grep -o '"seq":' | wc -l; }
+disp_charges() { admin GET "/admin/runs/$1" | grep -o '"charge":' | wc -l; }
+# The body hashes of every report of a run, one per line.
+disp_hashes() { admin GET "/admin/runs/$1" | grep -o '"body_sha256":"[0-9a-f]*"' | cut -d'"' -f4; }
+
+# fault KIND COUNT [DELAY_MS [PATH]]: queue a dispatcher fault.
+fault() {
+	admin POST /admin/faults "{\"kind\":\"$1\",\"count\":$2,\"delay_ms\":${3:-0},\"path\":\"${4:-/v1/results}\"}" >/dev/null
+}
+
+# A session with one run submitted and accepted: ready RUN [PROGRAM [ARGS [EXTRA]]]
+ready() {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec "$@")"
+}
+
+# wait_until 'SHELL CONDITION': re-evaluate the condition for up to 10 s.
+wait_until() {
+	local i
+	for i in $(seq 1 200); do
+		eval "$1" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting until: $1" >&2
+	return 1
+}

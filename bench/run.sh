@@ -1,0 +1,380 @@
+#!/bin/bash
+# bench/run.sh [NAME...] — execkit's benchmarks, each printed beside a floor
+# measured on this machine in this same run, as a ratio (median of
+# BENCH_ROUNDS rounds).  NAME: accept-one accept-batch lookup loop-e2e
+# (default: all).  Benchmarks print figures; they assert nothing, but exit
+# non-zero when a command under test fails.  See bench/README.md.
+set -euo pipefail
+export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+B=${EXECKIT_BUILDDIR:-$top/build}
+ALL=(accept-one accept-batch lookup loop-e2e)
+
+usage() {
+	cat <<USAGE
+Usage: bench/run.sh [NAME...]
+Run execkit's benchmarks against floors measured in the same run.
+NAME is one of: ${ALL[*]} (default: all of them).
+
+Environment (defaults in brackets):
+  EXECKIT_BUILDDIR     the build to measure [$top/build]
+  BENCH_ROUNDS         rounds per benchmark; the median is printed [5]
+  BENCH_ACCEPT_N       accept-one: invocations per round [200]
+  BENCH_BATCH_N        accept-batch: runs in the one batch [100000]
+  BENCH_BATCH_COMMITS  accept-batch: single-row commits of the floor [2000]
+  BENCH_LOOKUP_ROWS    lookup: rows in the state [1000000]
+  BENCH_LOOKUP_N       lookup: invocations per round [200]
+  BENCH_STANDIN_N      lookup: invocations per round of the stand-in [5]
+  BENCH_LOOP_N         loop-e2e: runs per round [200]
+  BENCH_LOOP_TIMEOUT   loop-e2e: seconds a round may take at most [300]
+  BENCH_KEEP=1         keep the temporary directory
+USAGE
+}
+
+num() {   # NAME DEFAULT: a positive integer from the environment
+	local v=${!1:-$2}
+	case $v in '' | *[!0-9]* | 0) echo "bench: $1='$v' is not a positive integer" >&2; exit 64 ;; esac
+	echo "$v"
+}
+ROUNDS=$(num BENCH_ROUNDS 5)
+ACCEPT_N=$(num BENCH_ACCEPT_N 200)
+BATCH_N=$(num BENCH_BATCH_N 100000)
+BATCH_COMMITS=$(num BENCH_BATCH_COMMITS 2000)
+LOOKUP_ROWS=$(num BENCH_LOOKUP_ROWS 1000000)
+LOOKUP_N=$(num BENCH_LOOKUP_N 200)
+STANDIN_N=$(num BENCH_STANDIN_N 5)
+LOOP_N=$(num BENCH_LOOP_N 200)
+LOOP_TIMEOUT=$(num BENCH_LOOP_TIMEOUT 300)
+
+names=()
+for a in "$@"; do
+	case $a in
+	-h | --help) usage; exit 0 ;;
+	accept-one | accept-batch | lookup | loop-e2e) names+=("$a") ;;
+	*) echo "bench: unknown benchmark '$a' (one of: ${ALL[*]})" >&2; exit 64 ;;
+	esac
+done
+[ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+# --- what we need ---------------------------------------------------------
+missing=()
+for t in cc pkg-config sqlite3 curl tsp strace /usr/bin/time awk; do
+	command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "bench: missing: ${missing[*]}" >&2
+	echo "bench: on Debian: apt-get install gcc pkg-config libsqlite3-dev libcurl4-openssl-dev sqlite3 curl task-spooler strace time" >&2
+	exit 69
+fi
+for t in exec-accept exec-session exec-dispatcher exec-inspect exec-run exec-reconcile; do
+	[ -x "$B/$t" ] || die "$B/$t not found: build first (scripts/build.sh) or set EXECKIT_BUILDDIR"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/execkit-bench.XXXXXX")
+bin=$work/bin
+mkdir -p "$bin"
+disp_pids=()
+loop_pid=
+tsp_sock=
+cleanup() {
+	local p
+	if [ -n "$loop_pid" ]; then kill -KILL "$loop_pid" 2>/dev/null || true; fi
+	if [ -n "$tsp_sock" ]; then TS_SOCKET=$tsp_sock tsp -K >/dev/null 2>&1 || true; fi
+	for p in "${disp_pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if [ "${BENCH_KEEP:-}" = 1 ]; then
+		echo "bench: kept $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A sleep that starts no process: a read that times out on a silent fifo.
+mkfifo "$work/idle"
+exec {idle_fd}<>"$work/idle"
+nap() { read -r -t "$1" -u "$idle_fd" _ || true; }
+
+# --- the floor programs and the timer ---------------------------------------
+cflags=(-O2 -g -Wall -Wextra)
+read -ra sq_cflags <<<"$(pkg-config --cflags sqlite3)"
+read -ra sq_libs <<<"$(pkg-config --libs sqlite3)"
+read -ra cu_cflags <<<"$(pkg-config --cflags libcurl)"
+read -ra cu_libs <<<"$(pkg-config --libs libcurl)"
+cc "${cflags[@]}" -o "$bin/spawnloop" "$here/spawnloop.c"
+floor_link=dynamic
+if [ -e "$(cc -print-file-name=libsqlite3.a)" ] &&
+	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/floor_insert" "$here/floor_insert.c" \
+		-Wl,-Bstatic "${sq_libs[@]}" -Wl,-Bdynamic -lm 2>/dev/null; then
+	floor_link=static
+else
+	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/floor_insert" "$here/floor_insert.c" "${sq_libs[@]}"
+fi
+cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_post" "$here/floor_post.c" "${cu_libs[@]}"
+
+# --- helpers ------------------------------------------------------------------
+results=$work/results.tsv
+: >"$results"
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }   # name ours floor ratio target
+
+median() { sort -g "$1" | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }   # FORMAT EXPR
+ms() { calc '%.2f ms' "$1 / 1000"; }             # microseconds -> "x.xx ms"
+ratio() { calc '%.2fx' "$1 / $2"; }
+
+# spawn_us SPAWNLOOP-ARGS...: microseconds per invocation (spawnloop.c).
+spawn_us() {
+	local out
+	out=$("$bin/spawnloop" "$@") || die "a command under test failed: ${*}"
+	echo "${out##* }"
+}
+
+start_dispatcher() {   # DIR: starts one on 127.0.0.1; sets url and port
+	local d=$1 i
+	"$B/exec-dispatcher" --port 0 --port-file "$d/port" --store "$d/dispatcher.db" --quiet &
+	disp_pids+=("$!")
+	for i in $(seq 1 200); do
+		[ -s "$d/port" ] && break
+		nap 0.05
+	done
+	[ -s "$d/port" ] || die "exec-dispatcher did not start"
+	port=$(<"$d/port")
+	url="http://127.0.0.1:$port"
+}
+
+open_session() {   # STATE-DIR
+	"$B/exec-session" --state-dir "$1" open --dispatcher "$url" >"$1.open.log" ||
+		die "exec-session open failed ($1.open.log)"
+}
+
+# The dispatcher's count of finished runs, into $finished, over bash's own
+# /dev/tcp so that polling starts no process beside the one measured.
+poll_finished() {
+	local resp=
+	finished=
+	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
+	printf 'GET /admin/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&"$fd"
+	read -r -d '' -t 5 -u "$fd" resp || true
+	exec {fd}<&-
+	[[ $resp =~ \"finished\":([0-9]+) ]] && finished=${BASH_REMATCH[1]}
+	[ -n "$finished" ]
+}
+
+submit_runs() {   # PREFIX N: POST /admin/runs with N trivial runs
+	local i body=
+	for ((i = 1; i <= $2; i++)); do
+		body+="${body:+,}{\"run_id\":\"$1-$i\",\"txn_id\":\"$1-t$i\",\"program\":\"/bin/true\"}"
+	done
+	curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+		-d "{\"runs\":[$body]}" >/dev/null || die "POST /admin/runs failed"
+}
+
+syncs() {   # STRACE-SUMMARY-FILE: fsync + fdatasync calls
+	awk '$NF == "fdatasync" || $NF == "fsync" { s += $4 } END { print s + 0 }' "$1"
+}
+
+# --- 1. accept-one ------------------------------------------------------------
+bench_accept_one() {
+	local d=$work/accept-one r off line f
+	mkdir -p "$d/tsp"
+	start_dispatcher "$d"
+	open_session "$d/state"
+	line='{"run_id":"one-%N","txn_id":"t-%N","program":"/bin/true"}'
+	tsp_sock=$d/tsp.sock
+	local -a tsp=(env "TS_SOCKET=$tsp_sock" "TMPDIR=$d/tsp" tsp -n true)
+	# Warm-up (also starts the tsp server), then interleaved rounds.
+	spawn_us -i "$line" -o 0 1 -- "$B/exec-accept" --state-dir "$d/state" >/dev/null
+	spawn_us -i "$line" -o 0 1 -- "$bin/floor_insert" "$d/floor.db" >/dev/null
+	spawn_us 1 -- "${tsp[@]}" >/dev/null
+	for ((r = 1; r <= ROUNDS; r++)); do
+		off=$((r * 1000000))
+		spawn_us -i "$line" -o "$off" "$ACCEPT_N" -- "$B/exec-accept" --state-dir "$d/state" >>"$d/ours"
+		spawn_us -i "$line" "$ACCEPT_N" -- /bin/true >>"$d/true"
+		spawn_us "$ACCEPT_N" -- "${tsp[@]}" >>"$d/tsp.us"
+		spawn_us -i "$line" -o "$off" "$ACCEPT_N" -- "$bin/floor_insert" "$d/floor.db" >>"$d/floor"
+	done
+	TS_SOCKET=$tsp_sock tsp -K >/dev/null 2>&1 || true
+	tsp_sock=
+	for f in ours true tsp.us floor; do median "$d/$f" >"$d/$f.med"; done
+	row "accept-one vs /bin/true" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/true.med")")" \
+		"$(ratio "$(<"$d/ours.med")" "$(<"$d/true.med")")" "<= 4x"
+	row "accept-one vs tsp enqueue" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/tsp.us.med")")" \
+		"$(ratio "$(<"$d/ours.med")" "$(<"$d/tsp.us.med")")" "<= 1.0x"
+	row "accept-one vs floor_insert ($floor_link)" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/floor.med")")" \
+		"$(ratio "$(<"$d/ours.med")" "$(<"$d/floor.med")")" "-"
+	# Syncs of one invocation each, on states already warm.
+	printf '{"run_id":"one-strace","txn_id":"t","program":"/bin/true"}\n' |
+		strace -f -c -e trace=fdatasync,fsync -o "$d/strace.ours" "$B/exec-accept" --state-dir "$d/state" >/dev/null ||
+		die "exec-accept under strace failed"
+	echo one-strace | strace -f -c -e trace=fdatasync,fsync -o "$d/strace.floor" "$bin/floor_insert" "$d/floor.db" ||
+		die "floor_insert under strace failed"
+	local so sf
+	so=$(syncs "$d/strace.ours")
+	sf=$(syncs "$d/strace.floor")
+	row "accept-one fsync+fdatasync per call" "$so" "$sf" "$(if [ "$sf" -gt 0 ]; then ratio "$so" "$sf"; else echo -; fi)" "-"
+}
+
+# --- 2. accept-batch ------------------------------------------------------------
+bench_accept_batch() {
+	local d=$work/accept-batch r us
+	mkdir -p "$d"
+	start_dispatcher "$d"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		awk -v n="$BATCH_N" -v r="$r" 'BEGIN { for (i = 1; i <= n; i++)
+			printf "{\"run_id\":\"b%d-%d\",\"txn_id\":\"t-%d\",\"program\":\"/bin/true\",\"args\":[\"x\"]}\n", r, i, i }' >"$d/batch.jsonl"
+		open_session "$d/state-$r"
+		us=$(spawn_us -f "$d/batch.jsonl" 1 -- "$B/exec-accept" --state-dir "$d/state-$r")
+		calc '%.0f\n' "$BATCH_N / ($us / 1e6)" >>"$d/ours"
+		us=$(spawn_us 1 -- "$bin/floor_insert" "$d/commits-$r.db" "$BATCH_COMMITS")
+		calc '%.0f\n' "$BATCH_COMMITS / ($us / 1e6)" >>"$d/commits"
+		us=$(spawn_us 1 -- "$bin/floor_insert" "$d/onetxn-$r.db" 1 "$BATCH_N")
+		calc '%.0f\n' "$BATCH_N / ($us / 1e6)" >>"$d/onetxn"
+		rm -rf "$d/state-$r" "$d/commits-$r.db"* "$d/onetxn-$r.db"*
+	done
+	local o c t
+	o=$(median "$d/ours")
+	c=$(median "$d/commits")
+	t=$(median "$d/onetxn")
+	row "accept-batch ($BATCH_N in 1 txn) vs 1 commit/run" "$o runs/s" "$c runs/s" "$(ratio "$o" "$c")" ">= 20x"
+	row "accept-batch vs sqlite insert, 1 txn" "$o runs/s" "$t runs/s" "$(ratio "$o" "$t")" "-"
+}
+
+# --- 3. lookup --------------------------------------------------------------------
+bench_lookup() {
+	local d=$work/lookup r eid sid rid q label n f
+	mkdir -p "$d"
+	start_dispatcher "$d"
+	open_session "$d/state"
+	eid=$(sqlite3 -batch -init /dev/null "$d/state/state.db" "SELECT value FROM meta WHERE key='executor_id'")
+	sid=$(sqlite3 -batch -init /dev/null "$d/state/state.db" "SELECT session_id FROM sessions WHERE status='current'")
+	if [ -z "$eid" ] || [ -z "$sid" ]; then die "cannot read the executor id and session of $d/state"; fi
+	# The rows belong to an earlier (replaced) binding: quarantined, so a
+	# lookup by the current session finds them.  Half queued, half started.
+	sqlite3 -batch -init /dev/null -bail "$d/state/state.db" >/dev/null <<SQL || die "generating $LOOKUP_ROWS rows failed"
+PRAGMA synchronous=OFF; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;
+BEGIN;
+INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, ended_at, lease_ms, heartbeat_ms)
+	VALUES ('inc-00000000000be7c4', 'ses-00000000000be7c4', 'http://127.0.0.1:9', '-', 'replaced',
+	1764500000000, 1764500001000, 30000, 2000);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $LOOKUP_ROWS)
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT printf('run-%07d', i), printf('txn-%07d', i), 'inc-00000000000be7c4', 'ses-00000000000be7c4',
+	printf('{"args":[],"program":"/bin/true","run_id":"run-%07d","txn_id":"txn-%07d"}', i, i),
+	printf('%s:%d', '$eid', i), 1764500000000 + i FROM c;
+INSERT INTO runs(run_id, txn_id, incarnation, session_id, program, args, due_at, state, started_at, start_marker)
+SELECT run_id, txn_id, incarnation, session_id, '/bin/true', '[]', accepted_at,
+	CASE WHEN rowid % 2 THEN 'queued' ELSE 'started' END,
+	CASE WHEN rowid % 2 THEN NULL ELSE accepted_at + 5 END,
+	CASE WHEN rowid % 2 THEN NULL ELSE 'm-' || rowid END
+FROM accepts WHERE session_id = 'ses-00000000000be7c4';
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+SQL
+	rid=$(printf 'run-%07d' $(((LOOKUP_ROWS + 1) / 2)))
+	q="SELECT a.run_id, a.incarnation, a.session_id, a.txn_id, r.state, r.started_at, r.start_marker, r.due_at"
+	q+=" FROM accepts a LEFT JOIN runs r ON r.run_id = a.run_id WHERE a.run_id = '$rid'"
+	local -a ours
+	if "$B/exec-inspect" --help 2>&1 | grep -q lookup; then
+		ours=("$B/exec-inspect" --state-dir "$d/state" lookup "$rid" --session "$sid")
+		label=lookup
+		n=$LOOKUP_N
+	else
+		ours=("$B/exec-session" --state-dir "$d/state" report)
+		label="lookup (stand-in)"
+		n=$STANDIN_N
+	fi
+	local -a floor=(sqlite3 -batch -init /dev/null "$d/state/state.db" "$q")
+	spawn_us 1 -- "${ours[@]}" >/dev/null
+	spawn_us 1 -- "${floor[@]}" >/dev/null
+	for ((r = 1; r <= ROUNDS; r++)); do
+		spawn_us "$n" -- "${ours[@]}" >>"$d/ours"
+		spawn_us "$LOOKUP_N" -- /bin/true >>"$d/true"
+		spawn_us "$LOOKUP_N" -- "${floor[@]}" >>"$d/sqlite"
+	done
+	for f in ours true sqlite; do median "$d/$f" >"$d/$f.med"; done
+	row "$label, $LOOKUP_ROWS rows, vs /bin/true" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/true.med")")" \
+		"$(ratio "$(<"$d/ours.med")" "$(<"$d/true.med")")" "<= 2.5x"
+	row "$label vs sqlite3 shell query" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/sqlite.med")")" \
+		"$(ratio "$(<"$d/ours.med")" "$(<"$d/sqlite.med")")" "-"
+	/usr/bin/time -f %M -o "$d/rss.ours" "${ours[@]}" >/dev/null || die "${ours[*]} failed"
+	/usr/bin/time -f %M -o "$d/rss.sqlite" "${floor[@]}" >/dev/null || die "sqlite3 failed"
+	local ro rs
+	ro=$(tail -n 1 "$d/rss.ours")
+	rs=$(tail -n 1 "$d/rss.sqlite")
+	row "$label peak RSS vs sqlite3 shell" "$ro KiB" "$rs KiB" "$(ratio "$ro" "$rs")" "<= 4096 KiB"
+}
+
+# --- 4. loop-e2e --------------------------------------------------------------------
+bench_loop_e2e() {
+	local d=$work/loop-e2e r base i t0 t1 rc
+	mkdir -p "$d"
+	start_dispatcher "$d"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		# Ours: exec-loop from its start (session open included) until the
+		# dispatcher has recorded all N results.
+		poll_finished || die "GET /admin/summary failed"
+		base=$finished
+		submit_runs "loop$r" "$LOOP_N"
+		t0=$EPOCHREALTIME
+		PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r" "$top/cmd/exec-loop" --dispatcher "$url" \
+			--slots 4 --tick 0.05 2>"$d/loop-$r.log" &
+		loop_pid=$!
+		for ((i = 0; i < LOOP_TIMEOUT * 50; i++)); do
+			poll_finished || die "GET /admin/summary failed"
+			[ "$finished" -ge $((base + LOOP_N)) ] && break
+			kill -0 "$loop_pid" 2>/dev/null || die "exec-loop ended early (see $d/loop-$r.log)"
+			nap 0.02
+		done
+		t1=$EPOCHREALTIME
+		[ "$finished" -ge $((base + LOOP_N)) ] || die "exec-loop did not finish $LOOP_N runs in ${LOOP_TIMEOUT}s"
+		kill -TERM "$loop_pid"
+		for ((i = 0; i < 600; i++)); do   # exec-loop drains for at most 10 s
+			kill -0 "$loop_pid" 2>/dev/null || break
+			nap 0.05
+		done
+		kill -KILL "$loop_pid" 2>/dev/null || true
+		rc=0
+		wait "$loop_pid" || rc=$?
+		loop_pid=
+		[ "$rc" -eq 0 ] || die "exec-loop exited $rc (see $d/loop-$r.log)"
+		calc '%.1f\n' "$LOOP_N / ($t1 - $t0)" >>"$d/ours"
+
+		# Floor: the same N runs, spawned and reported by floor_post.c.
+		submit_runs "floor$r" "$LOOP_N"
+		t0=$EPOCHREALTIME
+		"$bin/floor_post" "$url" "$LOOP_N" || die "floor_post failed"
+		t1=$EPOCHREALTIME
+		calc '%.1f\n' "$LOOP_N / ($t1 - $t0)" >>"$d/floor"
+	done
+	local o f
+	o=$(median "$d/ours")
+	f=$(median "$d/floor")
+	row "loop-e2e, $LOOP_N x /bin/true, 4 slots" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" "-"
+}
+
+echo "execkit benchmarks: build $B, $ROUNDS rounds (median), work dir $work" >&2
+for name in "${names[@]}"; do
+	echo "bench: $name ..." >&2
+	s=$SECONDS
+	"bench_${name//-/_}"
+	echo "bench: $name done in $((SECONDS - s)) s" >&2
+done
+
+awk -F '\t' '
+	{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } }
+	END {
+		split("benchmark|ours|floor|ratio|target", h, "|")
+		for (i = 1; i <= 5; i++) if (length(h[i]) > w[i]) w[i] = length(h[i])
+		line = ""
+		for (i = 1; i <= 5; i++) printf(i < 5 ? "%-" w[i] "s | " : "%s\n", h[i])
+		for (i = 1; i <= 5; i++) { s = ""; for (j = 0; j < w[i]; j++) s = s "-"; printf("%s%s", s, i < 5 ? "-|-" : "\n") }
+		for (r = 1; r <= NR; r++)
+			for (i = 1; i <= 5; i++) printf(i < 5 ? "%-" w[i] "s | " : "%s\n", c[r, i])
+	}' "$results"

@@ -1,0 +1,552 @@
+/*
+ * inspect — see inspect.h.
+ *
+ * Every question runs inside one read transaction (BEGIN ... ROLLBACK: a
+ * read never commits), so what it sees — the current session and the rows
+ * — is one consistent snapshot.  All SQL is constant; every value is bound.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "inspect.h"
+#include "jsonout.h"
+
+/* --- the guard ----------------------------------------------------------- */
+
+static const enum inspect_mode modes[] = { INSPECT_VIEW, INSPECT_LOOKUP };
+
+/* Columns a lookup must never read: the program and everything about how
+ * it would run, and the accepted spec, which contains them. */
+static const char *const run_private[] = { "program", "args", "env", "cwd", "policy", NULL };
+
+/* Columns stored as JSON text, shown as JSON values. */
+static const char *const json_cols[] = { "args", "env", "policy", NULL };
+
+static bool
+in_list(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
+}
+
+/* sqlite3 authorizer: called at prepare time for every column read. */
+static int
+authorize(void *arg, int action, const char *table, const char *column, const char *db, const char *trig)
+{
+	const enum inspect_mode *mode = arg;
+
+	if (action != SQLITE_READ || !table || !column)
+		return SQLITE_OK;
+	if (strcmp(table, "sessions") == 0 && strcmp(column, "credential") == 0)
+		return SQLITE_DENY;
+	if (*mode != INSPECT_LOOKUP)
+		return SQLITE_OK;
+	if (strcmp(table, "runs") == 0 && in_list(column, run_private))
+		return SQLITE_DENY;
+	if (strcmp(table, "accepts") == 0 && strcmp(column, "content") == 0)
+		return SQLITE_DENY;
+	return SQLITE_OK;
+}
+
+/* Milliseconds left until the monotonic deadline, at least 1. */
+static int
+left_ms(int64_t deadline)
+{
+	int64_t left = deadline - mono_ms();
+
+	return left < 1 ? 1 : left > 86400000 ? 86400000 : (int)left;
+}
+
+int
+inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	sqlite3 *h = NULL;
+	int rc;
+
+	if (snprintf(path, sizeof path, "%s/state.db", dir) >= (int)sizeof path || access(path, F_OK) < 0)
+		return 0;
+	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		sqlite3_close(h);
+		return 0;
+	}
+	sqlite3_db_config(h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	sqlite3_busy_timeout(h, left_ms(deadline));
+	rc = sqlite3_exec(h, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) & 0xff;
+	sqlite3_close(h);
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		return ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up waiting for it", path);
+	return 0;
+}
+
+int
+inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct ek_err *e)
+{
+	sqlite3 *h = st->db.h;
+
+	if (db_exec(&st->db, "PRAGMA query_only=ON", e) < 0)
+		return -1;
+	sqlite3_db_config(h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	sqlite3_busy_timeout(h, left_ms(deadline));
+	if (sqlite3_set_authorizer(h, authorize, (void *)&modes[mode]) != SQLITE_OK)
+		return db_fail(&st->db, e, "authorizer");
+	return 0;
+}
+
+/* A read transaction: a snapshot for several statements, never committed. */
+static int
+begin_read(struct state *st, struct ek_err *e)
+{
+	return db_exec(&st->db, "BEGIN DEFERRED", e);
+}
+
+static void
+end_read(struct state *st)
+{
+	db_rollback(&st->db);
+}
+
+/* --- the lookup ------------------------------------------------------------ */
+
+/* Copy text column col into buf (n bytes); EK_DATAERR if it does not fit. */
+static int
+take_text(sqlite3_stmt *q, int col, char *buf, size_t n, const char *what,
+    const char *run_id, struct ek_err *e)
+{
+	const unsigned char *t = sqlite3_column_text(q, col);
+	size_t len = (size_t)sqlite3_column_bytes(q, col);
+
+	if (len >= n)
+		return ek_fail(e, EK_DATAERR, "run '%s': stored %s of %zu bytes exceeds the %zu-byte bound",
+		    run_id, what, len, n - 1);
+	memcpy(buf, t ? (const char *)t : "", len);
+	buf[len] = '\0';
+	return 0;
+}
+
+static int
+take_binding(sqlite3_stmt *q, int col, struct inspect_found *f, struct ek_err *e)
+{
+	return take_text(q, col, f->b.incarnation, sizeof f->b.incarnation, "incarnation", f->run_id, e) < 0 ||
+	    take_text(q, col + 1, f->b.session_id, sizeof f->b.session_id, "session id", f->run_id, e) < 0 ? -1 : 0;
+}
+
+/* The execution row: 1 found, 0 none, -1 error. */
+static int
+read_run_row(struct state *st, struct inspect_found *f, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT txn_id, incarnation, session_id, state, "
+	    "start_marker, due_at FROM runs WHERE run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, f->run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
+	    take_binding(q, 1, f, e) < 0 ||
+	    take_text(q, 4, f->start_marker, sizeof f->start_marker, "start marker", f->run_id, e) < 0))
+		rc = -1;
+	if (rc == 1) {
+		db_col_text(q, 3, f->state, sizeof f->state);
+		f->has_marker = sqlite3_column_type(q, 4) != SQLITE_NULL;
+		f->started = f->has_marker || strcmp(f->state, "queued") != 0;
+		f->has_due = true;
+		f->due_at = sqlite3_column_int64(q, 5);
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* A retained result whose execution row is gone: 1 found, 0 none, -1. */
+static int
+read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT a.txn_id, x.incarnation, x.session_id, "
+	    "CASE WHEN x.outcome <> 'cancelled' OR x.wait_status IS NOT NULL THEN 1 ELSE -1 END "
+	    "FROM results x LEFT JOIN accepts a ON a.run_id = x.run_id WHERE x.run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, f->run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1 && sqlite3_column_type(q, 0) == SQLITE_NULL)
+		rc = ek_fail(e, EK_DATAERR, "run '%s': retained result without its accepted run "
+		    "(damaged state)", f->run_id);
+	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
+	    take_binding(q, 1, f, e) < 0))
+		rc = -1;
+	if (rc == 1) {
+		snprintf(f->state, sizeof f->state, "retained");
+		f->started = sqlite3_column_int(q, 3);
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* opened_at of the newest session, 0 if there was none. */
+static int
+newest_session(struct state *st, int64_t *at, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT IFNULL(max(opened_at), 0) FROM sessions", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	rc = db_step(&st->db, q, e);
+	if (rc == 1)
+		*at = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Everything the lookup reads, in the caller's read transaction. */
+static int
+lookup_snapshot(struct state *st, const char *sid, struct inspect_found *f,
+    int64_t *newest, struct ek_err *e)
+{
+	struct session cur;
+	int rc;
+
+	if (newest_session(st, newest, e) < 0 || (rc = session_current(st, &cur, e)) < 0)
+		return -1;
+	if (rc == 0)
+		return ek_fail(e, EK_NOSESSION, "no current session: a lookup must name the session "
+		    "it holds (open one with 'exec-session open')");
+	if (strcmp(sid, cur.b.session_id) != 0)
+		return ek_fail(e, EK_NOSESSION, "session '%.72s' is not the current session", sid);
+	if ((rc = read_run_row(st, f, e)) == 0)
+		rc = read_result_row(st, f, e);
+	if (rc <= 0)
+		return rc;
+	f->answer = binding_eq(&f->b, &cur.b) ? INSPECT_FILTERED : INSPECT_FOUND;
+	return 0;
+}
+
+/* 0 unless the executor is shutting down (inspect.h): then EK_TEMPFAIL. */
+static int
+check_shutdown(const struct state *st, int64_t newest, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	int64_t mtime;
+
+	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) < 0)
+		return 0;
+	if (stat(path, &sb) < 0)
+		return errno == ENOENT ? 0 : ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	mtime = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+	if (mtime < newest)
+		return 0;   /* left from before the newest session: stale */
+	return ek_fail(e, EK_TEMPFAIL, "executor is shutting down ('%s' exists); try again "
+	    "once it runs again", path);
+}
+
+int
+inspect_lookup(struct state *st, const char *sid, const char *run_id,
+    struct inspect_found *f, struct ek_err *e)
+{
+	struct ek_err read_err = { 0 };
+	int64_t newest = -1;
+	int rc;
+
+	memset(f, 0, sizeof *f);
+	if (!run_id_valid(run_id))
+		return ek_fail(e, EK_DATAERR, "malformed run id: a run id is 1 to %d bytes of "
+		    "[A-Za-z0-9._:-]", RUN_ID_MAX);
+	snprintf(f->run_id, sizeof f->run_id, "%s", run_id);
+	if (begin_read(st, e) < 0)
+		return -1;
+	rc = lookup_snapshot(st, sid, f, &newest, &read_err);
+	end_read(st);
+	/* After the read: a shutdown that began meanwhile withholds the answer. */
+	if (newest >= 0 && check_shutdown(st, newest, e) < 0)
+		return -1;
+	if (rc < 0) {
+		*e = read_err;
+		return -1;
+	}
+	if (f->answer != INSPECT_FOUND) {   /* FILTERED and ABSENT say nothing more */
+		enum inspect_answer a = f->answer;
+
+		memset(f, 0, sizeof *f);
+		f->answer = a;
+		snprintf(f->run_id, sizeof f->run_id, "%s", run_id);
+	}
+	return 0;
+}
+
+/* --- rows as JSON ---------------------------------------------------------- */
+
+static json_t *
+text_value(const char *name, const char *t, size_t n)
+{
+	json_t *v;
+	char *copy;
+
+	if (in_list(name, json_cols) && (v = json_loadb(t, n, JSON_DECODE_ANY, NULL)))
+		return v;
+	if ((v = json_stringn(t, n)))
+		return v;
+	if (!(copy = strndup(t, n)))
+		return NULL;
+	utf8_clip(copy, n);   /* hand-edited rows may hold invalid UTF-8 */
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
+static json_t *
+col_value(sqlite3_stmt *q, int i)
+{
+	const char *name = sqlite3_column_name(q, i);
+
+	switch (sqlite3_column_type(q, i)) {
+	case SQLITE_NULL:
+		return json_null();
+	case SQLITE_INTEGER:
+		if (strcmp(name, "refused") == 0)
+			return json_boolean(sqlite3_column_int64(q, i) != 0);
+		return json_integer(sqlite3_column_int64(q, i));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(q, i));
+	default:
+		return text_value(name, (const char *)sqlite3_column_text(q, i),
+		    (size_t)sqlite3_column_bytes(q, i));
+	}
+}
+
+/* The current row as an object, keys in column order. */
+static json_t *
+row_json(sqlite3_stmt *q)
+{
+	json_t *o = json_object();
+	int i, n = sqlite3_column_count(q);
+
+	for (i = 0; o && i < n; i++)
+		if (json_object_set_new(o, sqlite3_column_name(q, i), col_value(q, i)) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	return o;
+}
+
+/* --- lists ------------------------------------------------------------------- */
+
+#define CUR "WITH cur AS (SELECT incarnation, session_id FROM sessions WHERE status = 'current') "
+#define MINE(t) "EXISTS (SELECT 1 FROM cur WHERE cur.incarnation = " t ".incarnation " \
+	"AND cur.session_id = " t ".session_id)"
+#define RESULT_COLS "SELECT run_id, incarnation, session_id, outcome, exit_code, chosen_at, attempts"
+
+const char *const inspect_list_kinds[] = { "quarantined", "unknown", "retained", "refused",
+	"orphaned", "queued", "running", "receipts", NULL };
+
+/* The query of each kind, in the order of inspect_list_kinds. */
+static const char *const list_sql[] = {
+	CUR "SELECT run_id, state, incarnation, session_id, due_at, started_at, txn_id FROM runs "
+	    "WHERE NOT " MINE("runs") " ORDER BY rowid",
+	"SELECT run_id, incarnation, session_id, started_at, unknown_at, unknown_why FROM runs "
+	    "WHERE state = 'unknown' ORDER BY unknown_at, rowid",
+	RESULT_COLS ", last_diag FROM results WHERE refused = 0 ORDER BY chosen_at, rowid",
+	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1 ORDER BY chosen_at, rowid",
+	CUR RESULT_COLS ", last_diag FROM results WHERE refused = 0 AND NOT " MINE("results")
+	    " ORDER BY chosen_at, rowid",
+	CUR "SELECT run_id, incarnation, session_id, due_at, txn_id FROM runs "
+	    "WHERE state = 'queued' AND " MINE("runs") " ORDER BY due_at, rowid",
+	CUR "SELECT run_id, incarnation, session_id, started_at, start_marker, sup_pid, guest_pid "
+	    "FROM runs WHERE state = 'started' AND " MINE("runs") " ORDER BY started_at, rowid",
+	"SELECT run_id, incarnation, session_id, outcome, exit_code, acked_at, record_id, attempts "
+	    "FROM receipts ORDER BY acked_at, rowid",
+};
+
+static int
+list_rows(struct state *st, sqlite3_stmt *q, int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
+{
+	json_t *row;
+	int rc;
+
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		if (!(row = row_json(q)))
+			return ek_fail(e, EK_OSERR, "out of memory");
+		rc = fn(row, arg);
+		json_decref(row);
+		if (rc != 0)
+			return 0;
+	}
+	return rc;
+}
+
+int
+inspect_list(struct state *st, const char *kind, int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+	int i, rc;
+
+	for (i = 0; inspect_list_kinds[i] && strcmp(kind, inspect_list_kinds[i]) != 0; i++)
+		;
+	if (!inspect_list_kinds[i])
+		return ek_fail(e, EK_USAGE, "unknown list '%.40s'", kind);
+	if (begin_read(st, e) < 0)
+		return -1;
+	if (!(q = db_prep(&st->db, list_sql[i], e))) {
+		end_read(st);
+		return -1;
+	}
+	rc = list_rows(st, q, fn, arg, e);
+	sqlite3_finalize(q);
+	end_read(st);
+	return rc < 0 ? -1 : 0;
+}
+
+/* --- one run, everything ------------------------------------------------------- */
+
+static const char *const show_sql[][2] = {
+	{ "accepted", "SELECT txn_id, incarnation, session_id, receipt, accepted_at "
+	    "FROM accepts WHERE run_id = ?1" },
+	{ "run", "SELECT state, txn_id, incarnation, session_id, program, args, env, cwd, policy, "
+	    "due_at, timeout_ms, started_at, start_marker, sup_pid, sup_start, guest_pid, cancel_at, "
+	    "unknown_at, unknown_why FROM runs WHERE run_id = ?1" },
+	{ "result", "SELECT incarnation, session_id, outcome, exit_code, wait_status, message, "
+	    "chosen_at, attempts, last_attempt_at, refused, refused_cause, last_diag, claim_owner, "
+	    "claim_until, CAST(body AS TEXT) AS body FROM results WHERE run_id = ?1" },
+	{ "receipt", "SELECT incarnation, session_id, outcome, exit_code, acked_at, record_id, "
+	    "attempts FROM receipts WHERE run_id = ?1" },
+};
+
+/* One row selected by ?1 = key (bound text) or JSON null. */
+static int
+one_row(struct state *st, const char *sql, const char *key, const char *key2, json_t **out, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, sql, e);
+	int rc;
+
+	*out = NULL;
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, key);
+	if (key2)
+		db_bind_text(q, 2, key2);
+	rc = db_step(&st->db, q, e);
+	if (rc >= 0)
+		*out = rc == 1 ? row_json(q) : json_null();
+	sqlite3_finalize(q);
+	if (rc >= 0 && !*out)
+		return ek_fail(e, EK_OSERR, "out of memory");
+	return rc < 0 ? -1 : 0;
+}
+
+/* The binding the rows carry and what became of its session. */
+static int
+show_binding(struct state *st, json_t *o, struct ek_err *e)
+{
+	const char *keys[] = { "accepted", "run", "result", "receipt" };
+	struct session cur;
+	json_t *src = NULL, *sess;
+	const char *inc, *sid;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof keys / sizeof keys[0] && !json_is_object(src); i++)
+		src = json_object_get(o, keys[i]);
+	inc = json_string_value(json_object_get(src, "incarnation"));
+	sid = json_string_value(json_object_get(src, "session_id"));
+	if (!inc || !sid)
+		return 0;   /* stays null */
+	if ((rc = session_current(st, &cur, e)) < 0 ||
+	    one_row(st, "SELECT status, opened_at, ended_at FROM sessions WHERE incarnation = ?1 "
+	    "AND session_id = ?2", inc, sid, &sess, e) < 0)
+		return -1;
+	json_object_set_new(o, "binding", json_pack("{s:s, s:s, s:O, s:b}", "incarnation", inc,
+	    "session_id", sid, "session_status", json_is_object(sess) ? json_object_get(sess, "status") :
+	    json_null(), "current", rc == 1 && strcmp(cur.b.incarnation, inc) == 0 &&
+	    strcmp(cur.b.session_id, sid) == 0));
+	json_decref(sess);
+	return 0;
+}
+
+/* Name what the stored rows say about the run (inspect.h: verdict). */
+static void
+show_verdict(json_t *o)
+{
+	json_t *run = json_object_get(o, "run"), *res = json_object_get(o, "result");
+	json_t *rcpt = json_object_get(o, "receipt");
+	const char *state = json_string_value(json_object_get(run, "state")), *v;
+	char d[256];
+
+	if (state && strcmp(state, "unknown") == 0) {
+		v = "unknown";
+		snprintf(d, sizeof d, "unknown outcome: started, but its supervisor vanished without "
+		    "choosing a result; kept as evidence, never re-run");
+	} else if (json_is_object(rcpt)) {
+		v = "acknowledged";
+		snprintf(d, sizeof d, "acknowledged (receipt: dispatcher record %" JSON_INTEGER_FORMAT
+		    " at %" JSON_INTEGER_FORMAT " ms)", json_integer_value(json_object_get(rcpt, "record_id")),
+		    json_integer_value(json_object_get(rcpt, "acked_at")));
+	} else if (json_is_true(json_object_get(res, "refused"))) {
+		v = "refused";
+		snprintf(d, sizeof d, "refused by the dispatcher (%s); kept as evidence, never retried",
+		    json_string_value(json_object_get(res, "refused_cause")) ?
+		    json_string_value(json_object_get(res, "refused_cause")) : "no cause recorded");
+	} else if (json_is_object(res)) {
+		v = "retained";
+		snprintf(d, sizeof d, "result retained, not acknowledged yet (%" JSON_INTEGER_FORMAT
+		    " delivery attempts)", json_integer_value(json_object_get(res, "attempts")));
+	} else if (state) {
+		v = state;
+		snprintf(d, sizeof d, "%s", strcmp(state, "queued") == 0 ? "accepted, not started yet" :
+		    "started, no result chosen yet");
+	} else {
+		v = "accepted";
+		snprintf(d, sizeof d, "accepted, but no execution row, result or receipt is stored");
+	}
+	json_object_set_new(o, "verdict", json_string(v));
+	json_object_set_new(o, "detail", json_string(d));
+}
+
+static int
+show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
+{
+	json_t *v;
+	size_t i;
+
+	for (i = 0; i < sizeof show_sql / sizeof show_sql[0]; i++) {
+		if (one_row(st, show_sql[i][1], run_id, NULL, &v, e) < 0)
+			return -1;
+		json_object_set_new(o, show_sql[i][0], v);
+	}
+	return show_binding(st, o, e);
+}
+
+int
+inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *e)
+{
+	json_t *o = json_pack("{s:s, s:n, s:n, s:n}", "run_id", run_id, "verdict", "detail", "binding");
+	const char *keys[] = { "accepted", "run", "result", "receipt" };
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (!o)
+		return ek_fail(e, EK_OSERR, "out of memory");
+	if ((rc = begin_read(st, e)) == 0)
+		rc = show_snapshot(st, run_id, o, e);
+	end_read(st);
+	for (i = 0; rc == 0 && i < sizeof keys / sizeof keys[0]; i++)
+		if (json_is_object(json_object_get(o, keys[i])))
+			break;
+	if (rc < 0 || i == sizeof keys / sizeof keys[0]) {
+		json_decref(o);
+		return rc;   /* an error, or never recorded */
+	}
+	show_verdict(o);
+	*out = o;
+	return 0;
+}

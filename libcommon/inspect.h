@@ -1,0 +1,98 @@
+/*
+ * inspect — read-only questions about stored runs: the InspectRetainedRun
+ * point lookup (session-gated) and the operator's views (summary, lists,
+ * everything about one run).
+ *
+ * Nothing here writes.  inspect_guard() turns the state connection into an
+ * inspector's before the first question:
+ *
+ *   - PRAGMA query_only: any statement that would change the database fails;
+ *   - no checkpoint on close: closing leaves state.db and its WAL as found;
+ *   - an authorizer that refuses, at prepare time, to read the session
+ *     credential (every mode) and, in INSPECT_LOOKUP mode, a run's program,
+ *     args, env, cwd and policy, and the accepted spec (accepts.content,
+ *     which holds them too).  A future query that reads them fails loudly
+ *     instead of quietly widening what a lookup touches.
+ *
+ * Shutting down.  An executor is shutting down while the file "shutdown"
+ * exists in its state directory and is not older than the newest session
+ * (its mtime >= that session's opened_at): whoever stops the executor (the
+ * loop, a service manager, an operator) creates it first.  A marker left
+ * from an earlier run is stale as soon as a new session is opened, so
+ * nobody has to remove it.  The lookup checks it after its read, so a
+ * shutdown that began during the read still withholds the answer.
+ */
+#ifndef EK_INSPECT_H
+#define EK_INSPECT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "binding.h"
+#include "runs.h"
+#include "state.h"
+
+#define INSPECT_SHUTDOWN_FILE "shutdown"
+#define INSPECT_MARKER_MAX 128
+
+enum inspect_mode { INSPECT_VIEW, INSPECT_LOOKUP };
+
+/* Wait at most until the monotonic deadline (ms) for state.db in dir to be
+ * readable, so that a process holding it exclusively costs the caller no
+ * more than its own timeout.  EK_TEMPFAIL if it stays locked; any other
+ * problem is left for state_open() to report (0). */
+int inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e);
+
+/* Make st's connection read-only as described above; statements that wait
+ * for a lock give up at the monotonic deadline (ms).  0 or -1. */
+int inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct ek_err *e);
+
+enum inspect_answer { INSPECT_ABSENT, INSPECT_FILTERED, INSPECT_FOUND };
+
+/* The answer of one lookup.  For FOUND every field is set; FILTERED and
+ * ABSENT carry the run id only. */
+struct inspect_found {
+	enum inspect_answer answer;
+	char run_id[RUN_ID_MAX + 1];
+	struct binding b;                  /* the binding that accepted the run */
+	char txn_id[TXN_ID_MAX + 1];
+	char state[16];                    /* queued, started, unknown: execution row;
+	                                    * retained: only the retained result is left */
+	int started;                       /* 1 yes, 0 no, -1 not recorded (see below) */
+	bool has_marker, has_due;
+	char start_marker[INSPECT_MARKER_MAX];
+	int64_t due_at;
+};
+
+/*
+ * InspectRetainedRun.  sid must name the current session (EK_NOSESSION).
+ * A stored row is an execution row (runs) or, once that is deleted, a
+ * retained result (results).  A retained result without its execution row
+ * has no start marker and no due time any more (has_marker = has_due =
+ * false); it was started unless it was cancelled with no guest status, in
+ * which case the result alone cannot tell (started = -1).  Receipts and
+ * accepts rows are not stored runs: a run known only by them is ABSENT.
+ * Errors, never ABSENT: malformed id (EK_DATAERR), stored transaction id
+ * over TXN_ID_MAX bytes (EK_DATAERR), read failure, shutting down
+ * (EK_TEMPFAIL).  One read transaction.
+ */
+int inspect_lookup(struct state *st, const char *sid, const char *run_id,
+    struct inspect_found *f, struct ek_err *e);
+
+/* The list kinds, NULL-terminated: quarantined unknown retained refused
+ * orphaned queued running receipts. */
+extern const char *const inspect_list_kinds[];
+
+/* One row per item of kind, oldest first: fn(row) with row a JSON object
+ * whose keys come in column order, run_id first.  fn returning non-zero
+ * stops the listing.  EK_USAGE for an unknown kind. */
+int inspect_list(struct state *st, const char *kind, int (*fn)(json_t *row, void *),
+    void *arg, struct ek_err *e);
+
+/* Everything stored about run_id (never the session credential), as a new
+ * object: run_id, verdict, detail, binding, accepted, run, result, receipt.
+ * 0 with *out NULL when nothing at all was ever recorded under run_id. */
+int inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *e);
+
+#endif

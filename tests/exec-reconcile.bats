@@ -1,0 +1,106 @@
+#!/usr/bin/env bats
+# exec-reconcile: one bounded pass over the current session's deliverable
+# results; undeliverable rows never crowd out deliverable ones.
+
+load helpers
+
+# Make N retained results of the current session whose reports failed.
+retain_many() {
+	local n=$1 i specs=()
+	for i in $(seq 1 "$n"); do specs+=("$(spec "d$i")"); done
+	submit_and_accept "${specs[@]}"
+	fault 5xx 100000
+	exec-run start --wait --slots 256 --budget-ms 100 >/dev/null
+	admin DELETE /admin/faults >/dev/null
+}
+
+# Bulk rows that a pass must skip: refused ones and ones of an old session.
+crowd() {
+	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT 'x' || i, 't', CASE WHEN i % 2 THEN 'inc-old' ELSE (SELECT incarnation FROM sessions WHERE status='current') END,
+       CASE WHEN i % 2 THEN 'ses-old' ELSE (SELECT session_id FROM sessions WHERE status='current') END, '{}', 'r', 0 FROM n;
+INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body, refused, refused_cause)
+SELECT run_id, incarnation, session_id, 'exited', 0, 'm', 0, x'7b7d', session_id <> 'ses-old', 'unknown_run' FROM accepts WHERE run_id LIKE 'x%';
+SQL
+}
+
+@test "a pass delivers at most 32, the next pass the rest, however many rows are undeliverable" {
+	start_dispatcher
+	open_session
+	retain_many 40
+	crowd 4000
+	[ "$(sql "SELECT count(*) FROM results WHERE refused=0 AND session_id='ses-old'")" = 2000 ]
+	run exec-reconcile --json
+	[ "$status" -eq 0 ]
+	assert_line --partial '"event":"reconcile_pass","pass":1,"selected":32,"delivered":32'
+	[ "$(sql "SELECT count(*) FROM receipts")" = 32 ]
+	run exec-reconcile
+	assert_success
+	[ "$(sql "SELECT count(*) FROM receipts")" = 40 ]
+	run exec-reconcile --json
+	assert_line --partial '"selected":0'
+	[ "$(sql "SELECT count(*) FROM results")" = 4000 ]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "EXPLAIN QUERY PLAN SELECT run_id FROM results INDEXED BY results_deliverable WHERE incarnation='a' AND session_id='b' AND refused=0 ORDER BY chosen_at LIMIT 32"
+	assert_output --partial "USING INDEX results_deliverable"
+}
+
+@test "--drain repeats passes until nothing deliverable is left" {
+	start_dispatcher
+	open_session
+	retain_many 70
+	run exec-reconcile --drain --json
+	assert_success
+	assert_line --partial '"pass":3,'
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM receipts")" = 70 ]
+}
+
+@test "a pass leaves queued work alone and runs no guest" {
+	start_dispatcher
+	open_session
+	retain_many 2
+	submit_and_accept "$(spec q1 /bin/sh "[\"-c\",\"touch $BATS_TEST_TMPDIR/ran\"]")"
+	before=$(sql "SELECT * FROM runs")
+	run exec-reconcile
+	assert_success
+	[ "$(sql "SELECT * FROM runs")" = "$before" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "the session ending during a pass stops it at once" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	admin POST "/admin/sessions/$(current_session)/revoke" >/dev/null
+	reports() { admin GET /admin/summary | grep -o '"reports":[0-9]*' | cut -d: -f2; }
+	before=$(reports)
+	run exec-reconcile --json
+	[ "$status" -eq "$EK_NOSESSION" ]
+	assert_line --partial '"delivered":0'
+	[ "$(reports)" = $((before + 1)) ]    # only the first of 5 was tried
+	[ "$(sql "SELECT count(*) FROM results")" = 5 ]
+}
+
+@test "a pass is bounded by its budget" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	fault hang 100 30000
+	start=$(date +%s%N)
+	run exec-reconcile --budget-ms 800
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	[ "$elapsed" -lt 2500 ]
+	[ "$(sql "SELECT count(*) FROM results")" = 5 ]
+}
+
+@test "no current session: exit 77, nothing sent" {
+	start_dispatcher
+	open_session
+	retain_many 1
+	exec-session close >/dev/null
+	run exec-reconcile
+	[ "$status" -eq "$EK_NOSESSION" ]
+}

@@ -1,0 +1,352 @@
+#!/usr/bin/env bats
+# exec-run: start, supervise, choose once, retain, report, delete; cancel.
+# SPEC section 3: "Choose once, retain, then report", "Bounded delivery",
+# "Refusals", "Acknowledgement", "Unknown is a state", "Quarantine".
+
+load helpers
+
+@test "a run runs once, its result is acknowledged and the execution row is deleted" {
+	ready r1 /bin/echo '["hello"]'
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "r1 exited 0: delivered"
+	[ "$(cat "$EXEC_STATE_DIR/out/r1.stdout")" = hello ]
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	[ "$(sql "SELECT outcome || ' ' || exit_code || ' ' || attempts FROM receipts WHERE run_id='r1'")" = "exited 0 1" ]
+	[ "$(sql "SELECT record_id FROM receipts")" = "$(disp_field r1 record_id)" ]
+	[ "$(disp_charges r1)" = 1 ]
+}
+
+@test "guest status follows shell conventions and the raw wait status is kept" {
+	start_dispatcher
+	open_session
+	printf '#!/bin/sh\n' >"$BATS_TEST_TMPDIR/noexec"
+	chmod 644 "$BATS_TEST_TMPDIR/noexec"
+	submit_and_accept "$(spec ex3 /bin/sh '["-c","exit 3"]')" \
+		"$(spec sig /bin/sh '["-c","kill -9 $$"]')" \
+		"$(spec nf /no/such/program)" \
+		"$(spec nx "$BATS_TEST_TMPDIR/noexec")" \
+		"$(spec slow /bin/sleep '["30"]' '"timeout_ms":300')"
+	fault 5xx 100   # keep the results retained so they can be read
+	run exec-run start --wait --slots 8 --budget-ms 200
+	assert_success
+	[ "$(sql "SELECT outcome, exit_code, wait_status FROM results WHERE run_id='ex3'")" = "exited|3|768" ]
+	[ "$(sql "SELECT outcome, exit_code, wait_status FROM results WHERE run_id='sig'")" = "killed|137|9" ]
+	[ "$(sql "SELECT outcome, exit_code, wait_status IS NULL FROM results WHERE run_id='nf'")" = "exec_failed|127|1" ]
+	[ "$(sql "SELECT outcome, exit_code FROM results WHERE run_id='nx'")" = "exec_failed|126" ]
+	[ "$(sql "SELECT outcome, exit_code FROM results WHERE run_id='slow'")" = "timeout|124" ]
+	run sql "SELECT message FROM results WHERE run_id='nf'"
+	assert_output --partial "No such file or directory"
+}
+
+@test "the guest gets a clean environment and no shell" {
+	ready env1 /usr/bin/env '[]' '"env":{"GREETING":"hi there; $(id)"}'
+	SECRET_OF_THE_CALLER=leak run exec-run start --wait
+	assert_success
+	out="$EXEC_STATE_DIR/out/env1.stdout"
+	grep -qx 'EXEC_RUN_ID=env1' "$out"
+	grep -qx 'EXEC_TXN_ID=t-env1' "$out"
+	grep -qx "EXEC_STATE_DIR=$EXEC_STATE_DIR" "$out"
+	grep -qx 'GREETING=hi there; $(id)' "$out"
+	run grep -c SECRET_OF_THE_CALLER "$out"
+	assert_output 0
+}
+
+@test "captured output is bounded" {
+	ready big /bin/sh '["-c","head -c 3000000 /dev/zero; echo err >&2"]'
+	run exec-run start --wait --max-output 1000
+	assert_success
+	[ "$(stat -c %s "$EXEC_STATE_DIR/out/big.stdout")" = 1000 ]
+	[ "$(cat "$EXEC_STATE_DIR/out/big.stderr")" = err ]
+	[ "$(stat -c %a "$EXEC_STATE_DIR/out/big.stdout")" = 600 ]
+}
+
+@test "the result is retained before the first send: a crash after retain loses nothing and runs nothing twice" {
+	ready once /bin/sh "[\"-c\",\"echo ran >> $BATS_TEST_TMPDIR/count\"]"
+	EXEC_CRASH_AT=retained run exec-run start --wait
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/count")" = 1 ]
+	[ "$(sql "SELECT attempts FROM results WHERE run_id='once'")" = 0 ]
+	[ "$(disp_reports once)" = 0 ]
+	run exec-run start --wait     # sweeps: the run has a result, so it is finished, not re-run
+	assert_success
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/count")" = 1 ]
+	run exec-report once
+	assert_success
+	assert_output --partial "delivered once"
+	[ "$(disp_charges once)" = 1 ]
+}
+
+@test "a crash between choosing and committing leaves no result and an unknown run" {
+	ready c1 /bin/sh "[\"-c\",\"echo ran >> $BATS_TEST_TMPDIR/count\"]"
+	EXEC_CRASH_AT=result-chosen run exec-run start --wait
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	run exec-run sweep
+	assert_output --partial "1 runs became unknown"
+	[ "$(sql "SELECT state FROM runs WHERE run_id='c1'")" = unknown ]
+	run exec-run start --wait
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/count")" = 1 ]
+	[ "$(sql "SELECT state FROM runs WHERE run_id='c1'")" = unknown ]
+}
+
+@test "at most 3 attempts against a failing dispatcher, then the result stays retained" {
+	ready f1
+	fault 5xx 10
+	run exec-run start --wait --budget-ms 5000
+	assert_success
+	assert_output --partial "f1 exited 0: failed (3 attempts)"
+	[ "$(disp_reports f1)" = 3 ]
+	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id='f1'")" = "3|0" ]
+	run sql "SELECT last_diag FROM results WHERE run_id='f1'"
+	assert_output --partial "HTTP 503"
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]   # the execution row is gone anyway
+}
+
+@test "every attempt sends byte-identical content, the stored body" {
+	ready b1 /bin/echo '["x"]'
+	fault 5xx 10
+	exec-run start --wait
+	run disp_hashes b1
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(disp_hashes b1 | sort -u | wc -l)" = 1 ]
+	stored=$(sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT hex(body) FROM results WHERE run_id='b1'" |
+		xxd -r -p | sha256sum | cut -d' ' -f1)
+	[ "$(disp_hashes b1 | head -1)" = "$stored" ]
+	admin DELETE /admin/faults
+	exec-report b1
+	[ "$(disp_hashes b1 | sort -u | wc -l)" = 1 ]
+}
+
+@test "a hanging dispatcher cannot stretch cleanup past the budget" {
+	ready h1
+	fault hang 10 30000
+	start=$(date +%s%N)
+	run exec-run start --wait --budget-ms 1000
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	assert_success
+	echo "elapsed ${elapsed} ms" >&3
+	[ "$elapsed" -lt 2500 ]
+	[ "$(sql "SELECT attempts FROM results WHERE run_id='h1'")" -ge 1 ]
+	[ "$(sql "SELECT attempts FROM results WHERE run_id='h1'")" -le 3 ]
+}
+
+@test "a session revoked mid-delivery stops delivery at once" {
+	ready rv1
+	fault 5xx 1
+	fault delay 1 1500
+	exec-run start --wait --budget-ms 8000 >"$BATS_TEST_TMPDIR/out" &
+	pid=$!
+	wait_until '[ "$(disp_reports rv1)" -ge 1 ]' 
+	admin POST "/admin/sessions/$(current_session)/revoke"
+	wait "$pid"
+	cat "$BATS_TEST_TMPDIR/out"
+	grep -q "rv1 exited 0: session_over (2 attempts)" "$BATS_TEST_TMPDIR/out"
+	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id='rv1'")" = "2|0" ]
+	[ "$(sql "SELECT status FROM sessions")" = revoked ]
+	[ "$(disp_charges rv1)" = 0 ]
+	run exec-report rv1        # no authority left: nothing is sent
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(disp_reports rv1)" = 2 ]
+}
+
+@test "a duplicate report after a lost acknowledgement is charged once" {
+	ready d1
+	fault drop_ack 1
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "d1 exited 0: delivered (2 attempts): duplicate"
+	[ "$(disp_reports d1)" = 2 ]
+	[ "$(disp_charges d1)" = 1 ]
+	[ "$(sql "SELECT attempts FROM receipts WHERE run_id='d1'")" = 2 ]
+}
+
+@test "a malformed acknowledgement is transient, then the duplicate is acknowledged" {
+	ready m1
+	fault malformed 1
+	run exec-run start --wait
+	assert_output --partial "m1 exited 0: delivered (2 attempts)"
+	[ "$(disp_charges m1)" = 1 ]
+}
+
+@test "refusal unknown_run: recorded once, kept as evidence, never retried" {
+	start_dispatcher
+	open_session
+	spec u1 | exec-accept >/dev/null      # the dispatcher never handed this run out
+	run exec-run start --wait
+	assert_output --partial "u1 exited 0: refused (1 attempts)"
+	[ "$(sql "SELECT refused, refused_cause, attempts FROM results WHERE run_id='u1'")" = "1|unknown_run|1" ]
+	run exec-report u1
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	run exec-reconcile
+	assert_success
+	[ "$(sql "SELECT attempts FROM results WHERE run_id='u1'")" = 1 ]
+}
+
+@test "refusal wrong_session: a run owned by another executor's session" {
+	start_dispatcher
+	admin POST /admin/runs "$(spec w1)" >/dev/null
+	EXEC_STATE_DIR="$BATS_TEST_TMPDIR/other" exec-session open --dispatcher "$DISP_URL" >/dev/null
+	EXEC_STATE_DIR="$BATS_TEST_TMPDIR/other" exec-accept --from-dispatcher >/dev/null
+	open_session
+	spec w1 | exec-accept >/dev/null
+	run exec-run start --wait
+	assert_output --partial "refused"
+	[ "$(sql "SELECT refused_cause FROM results WHERE run_id='w1'")" = wrong_session ]
+	[ "$(disp_reports w1)" = 1 ]
+}
+
+@test "refusals invalid and conflict are recorded with their cause" {
+	ready i1
+	exec-run start --wait >/dev/null
+	inc=$(sql "SELECT incarnation FROM sessions")
+	sid=$(current_session)
+	# A second, different result for an acknowledged run: the dispatcher has a conflict.
+	sqlite3 "$EXEC_STATE_DIR/state.db" "INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body) VALUES ('i1', '$inc', '$sid', 'exited', 9, 'm', 1, CAST('{\"run_id\":\"i1\",\"incarnation\":\"$inc\",\"session_id\":\"$sid\",\"outcome\":\"exited\",\"exit_code\":9,\"wait_status\":null,\"message\":\"m\",\"chosen_at\":1}' AS BLOB))"
+	run exec-report i1
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	[ "$(sql "SELECT refused_cause FROM results WHERE run_id='i1'")" = conflict ]
+	sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM results"
+	sqlite3 "$EXEC_STATE_DIR/state.db" "INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body) VALUES ('i1', '$inc', '$sid', 'exited', 0, 'm', 1, CAST('{\"run_id\":\"i1\"}' AS BLOB))"
+	run exec-report i1
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	[ "$(sql "SELECT refused_cause FROM results WHERE run_id='i1'")" = invalid ]
+	[ "$(disp_charges i1)" = 1 ]
+}
+
+@test "cancel of a queued run: never started, one cancelled result delivered" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec q1 /bin/sh "[\"-c\",\"touch $BATS_TEST_TMPDIR/ran\"]")"
+	run exec-run cancel q1 --session "$(current_session)"
+	assert_success
+	assert_output --partial "q1 cancelled 143: delivered"
+	run exec-run start --wait
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "$(sql "SELECT outcome FROM receipts WHERE run_id='q1'")" = cancelled ]
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+}
+
+@test "cancel of a running run ends the guest; one result" {
+	ready s1 /bin/sleep '["30"]'
+	exec-run start --wait >"$BATS_TEST_TMPDIR/out" &
+	pid=$!
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'s1'"'")" -gt 0 ]' 
+	run exec-run cancel s1 --session "$(current_session)"
+	assert_success
+	wait "$pid"
+	grep -q "s1 cancelled 143: delivered" "$BATS_TEST_TMPDIR/out"
+	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
+	[ "$(disp_reports s1)" = 1 ]
+}
+
+@test "exit and cancel racing yield exactly one result, enforced by the database" {
+	start_dispatcher
+	open_session
+	for i in $(seq 1 12); do
+		submit_and_accept "$(spec race$i /bin/sleep "[\"0.0$((i % 4))\"]")"
+		exec-run start --wait >/dev/null &
+		pid=$!
+		wait_until '[ "$(sql "SELECT (SELECT count(*) FROM runs WHERE run_id='"'race$i'"' AND state='"'started'"') + (SELECT count(*) FROM receipts WHERE run_id='"'race$i'"')")" != 0 ]' 
+		exec-run cancel "race$i" --session "$(current_session)" >/dev/null 2>&1 || true
+		wait "$pid"
+		[ "$(sql "SELECT count(*) FROM receipts WHERE run_id='race$i'") $(sql "SELECT count(*) FROM results WHERE run_id='race$i'")" = "1 0" ]
+		[ "$(disp_reports race$i)" = 1 ]
+		[ "$(disp_charges race$i)" = 1 ]
+	done
+	# The primary key is the arbiter: a second result for a run cannot be written.
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body) SELECT run_id, incarnation, session_id, 'exited', 0, 'x', 1, x'00' FROM receipts LIMIT 1; INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body) SELECT run_id, incarnation, session_id, 'cancelled', 143, 'x', 1, x'00' FROM receipts LIMIT 1"
+	assert_failure
+	assert_output --partial "UNIQUE constraint failed"
+}
+
+@test "cancel refuses a wrong session and a quarantined run" {
+	ready x1 /bin/sleep '["30"]'
+	old=$(current_session)
+	run exec-run cancel x1 --session ses-nope
+	[ "$status" -eq "$EK_NOSESSION" ]
+	open_session                             # x1 is now quarantined
+	run exec-run cancel x1 --session "$(current_session)"
+	[ "$status" -eq "$EK_NOSESSION" ]
+	assert_output --partial "quarantined"
+	run exec-run cancel x1 --session "$old"
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(sql "SELECT state, cancel_at IS NULL FROM runs WHERE run_id='x1'")" = "queued|1" ]
+}
+
+@test "quarantined runs are never started by a new session" {
+	ready old1 /bin/sh "[\"-c\",\"touch $BATS_TEST_TMPDIR/ran\"]"
+	open_session
+	run exec-run start --wait
+	assert_success
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "$(sql "SELECT state FROM runs WHERE run_id='old1'")" = queued ]
+	run exec-run supervise old1
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "a supervisor killed while its guest runs leaves an unknown run: kept, never re-run" {
+	ready k1 /bin/sh "[\"-c\",\"echo ran >> $BATS_TEST_TMPDIR/count; sleep 30\"]"
+	exec-run start >/dev/null
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'k1'"'")" -gt 0 ]' 
+	sup=$(sql "SELECT sup_pid FROM runs WHERE run_id='k1'")
+	kill -9 "$sup"
+	wait_for sh -c "! kill -0 $sup 2>/dev/null"
+	run exec-run start --wait
+	assert_success
+	[ "$(sql "SELECT state FROM runs WHERE run_id='k1'")" = unknown ]
+	run sql "SELECT unknown_why FROM runs WHERE run_id='k1'"
+	assert_output --partial "supervisor $sup"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/count")" = 1 ]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM runs WHERE run_id='k1'"
+	assert_failure
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE runs SET state='queued' WHERE run_id='k1'"
+	assert_failure
+	pkill -f "$BATS_TEST_TMPDIR/count" || true
+}
+
+@test "the start marker is committed before the guest is spawned" {
+	ready sm1 /bin/sh "[\"-c\",\"touch $BATS_TEST_TMPDIR/ran\"]"
+	EXEC_CRASH_AT=start-marker run exec-run start --wait
+	[ "$(sql "SELECT state, start_marker IS NOT NULL FROM runs WHERE run_id='sm1'")" = "started|1" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	exec-run start --wait
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]           # never started twice, even though it never ran
+	[ "$(sql "SELECT state FROM runs WHERE run_id='sm1'")" = unknown ]
+}
+
+@test "--slots bounds the guests running at once" {
+	start_dispatcher
+	open_session
+	submit_and_accept $(for i in 1 2 3 4 5; do spec sl$i /bin/sleep '["30"]'; done)
+	run exec-run start --slots 2
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	run exec-run start --slots 2
+	[ -z "$output" ]
+	[ "$(sql "SELECT count(*) FROM runs WHERE state='started'")" = 2 ]
+}
+
+@test "nothing is started without a current session" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec n1)"
+	exec-session close >/dev/null
+	run exec-run start --wait
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(sql "SELECT state FROM runs")" = queued ]
+}
+
+@test "usage errors" {
+	run exec-run
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run cancel r1
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run supervise 'bad id!'
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run start --slots 0
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run frobnicate
+	[ "$status" -eq "$EK_USAGE" ]
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# The state directory (SPEC §2): created 0700 with 0600 files whatever the
+# umask; refused when others can reach it, when it is missing, when it was
+# written by another package version, and when state.db is not an execkit
+# database (garbage, truncated, another application's) — refused with the
+# file left byte for byte as it was.  The database itself enforces the
+# bindings and the single current session, and stays usable under
+# concurrent writers.
+
+load helpers
+
+VERSION=$(exec-session --version | sed -n 's/.*(execkit) //p')
+APP_ID=$(($(sed -n 's/^#define EK_APPLICATION_ID[[:space:]]*\(0x[0-9a-fA-F]*\).*/\1/p' "$SRC/libcommon/state.h")))
+
+# Every tool that opens an existing state, with operands that get it there.
+STATE_TOOLS=("exec-session heartbeat" "exec-session close" "exec-session show"
+	"exec-session report" "exec-accept" "exec-run sweep" "exec-run start"
+	"exec-report r1" "exec-reconcile")
+
+teardown() { stop_dispatcher; }
+
+# refused_by_all CODE TEXT...: every state tool (and, with a dispatcher,
+# exec-session open) fails with CODE, stdout empty, stderr naming each TEXT.
+refused_by_all() {
+	local code=$1 t x
+	shift
+	local tools=("${STATE_TOOLS[@]}")
+	[ -n "${DISP_URL:-}" ] && tools+=("exec-session open --dispatcher $DISP_URL")
+	for t in "${tools[@]}"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $t </dev/null
+		[ "$status" -eq "$code" ] || fail "$t: status $status, want $code; stderr: $stderr"
+		[ -z "$output" ] || fail "$t wrote to stdout: $output"
+		for x in "$@"; do
+			[[ $stderr == *"$x"* ]] || fail "$t: stderr does not name '$x': $stderr"
+		done
+	done
+}
+
+sha() { sha256sum "$EXEC_STATE_DIR/state.db" | cut -d' ' -f1; }
+
+accept_some() {
+	local i
+	for i in $(seq 1 "$1"); do spec "r$i" /bin/echo "[\"$(printf '%0200d' "$i")\"]"; done |
+		exec-accept >/dev/null
+}
+
+@test "open creates the directory 0700 and its files 0600 even under umask 000" {
+	start_dispatcher
+	export EXEC_STATE_DIR=$BATS_TEST_TMPDIR/deep/er/state
+	umask 000
+	run exec-session open --dispatcher "$DISP_URL"
+	assert_success
+	spec r1 | exec-accept >/dev/null
+	[ "$(stat -c %a "$EXEC_STATE_DIR")" = 700 ] || fail "dir mode $(stat -c %a "$EXEC_STATE_DIR")"
+	[ "$(stat -c %a "$EXEC_STATE_DIR/out")" = 700 ] || fail "out mode $(stat -c %a "$EXEC_STATE_DIR/out")"
+	local f n=0
+	for f in "$EXEC_STATE_DIR"/state.db*; do
+		[ "$(stat -c %a "$f")" = 600 ] || fail "$f mode $(stat -c %a "$f")"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 1 ]
+	[ "$(stat -c %a "$EXEC_STATE_DIR/state.db")" = 600 ]
+}
+
+@test "a state directory others can enter is refused, naming its mode" {
+	start_dispatcher
+	open_session
+	local m
+	for m in 750 705 777; do
+		chmod "$m" "$EXEC_STATE_DIR"
+		refused_by_all "$EK_NOSESSION" "$EXEC_STATE_DIR" "mode 0$m"
+	done
+	chmod 700 "$EXEC_STATE_DIR"
+	run exec-session show
+	assert_success
+}
+
+@test "a state.db others can read is refused, naming its mode" {
+	start_dispatcher
+	open_session
+	chmod 644 "$EXEC_STATE_DIR/state.db"
+	refused_by_all "$EK_NOSESSION" "state.db" "mode 0644"
+	chmod 600 "$EXEC_STATE_DIR/state.db"
+	run exec-session heartbeat
+	assert_success
+}
+
+@test "a missing state directory is EK_NOINPUT for every tool but open" {
+	export EXEC_STATE_DIR=$BATS_TEST_TMPDIR/nowhere
+	refused_by_all "$EK_NOINPUT" "$EXEC_STATE_DIR"
+	[ ! -e "$EXEC_STATE_DIR" ] || fail "a tool created $EXEC_STATE_DIR"
+	# A directory without state.db is not a state directory either.
+	mkdir -m 700 "$EXEC_STATE_DIR"
+	refused_by_all "$EK_NOINPUT" "state.db" "exec-session open"
+	[ -z "$(ls -A "$EXEC_STATE_DIR")" ] || fail "a tool wrote into $EXEC_STATE_DIR: $(ls -A "$EXEC_STATE_DIR")"
+	start_dispatcher
+	run exec-session open --dispatcher "$DISP_URL"
+	assert_success
+	[ -f "$EXEC_STATE_DIR/state.db" ]
+}
+
+@test "state written by another package version is refused by every tool, unchanged" {
+	start_dispatcher
+	open_session
+	accept_some 3
+	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE meta SET value='0.0.1' WHERE key='package_version'"
+	local before sessions
+	before=$(sha)
+	sessions=$(sql "SELECT count(*) FROM sessions")
+	refused_by_all "$EK_VERSION" "0.0.1" "$VERSION"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+	[ "$(sql "SELECT value FROM meta WHERE key='package_version'")" = 0.0.1 ]
+	[ "$(sql "SELECT count(*) FROM sessions")" = "$sessions" ]
+	[ "$(sql "SELECT count(*) FROM accepts")" = 3 ]
+	[ "$(admin GET /admin/sessions | grep -o '"session_id"' | wc -l)" = 1 ] ||
+		fail "open negotiated a session for a refused state"
+}
+
+@test "a garbage state.db is refused as not a database, unchanged" {
+	start_dispatcher
+	mkdir -m 700 "$EXEC_STATE_DIR"
+	head -c 65536 /dev/urandom >"$EXEC_STATE_DIR/state.db"
+	chmod 600 "$EXEC_STATE_DIR/state.db"
+	local before
+	before=$(sha)
+	refused_by_all "$EK_DATAERR" "state.db" "not a database"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+}
+
+@test "a truncated state.db is reported damaged, unchanged" {
+	start_dispatcher
+	open_session
+	accept_some 100
+	sqlite3 "$EXEC_STATE_DIR/state.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+	truncate -s $(($(stat -c %s "$EXEC_STATE_DIR/state.db") / 2)) "$EXEC_STATE_DIR/state.db"
+	local before
+	before=$(sha)
+	refused_by_all "$EK_DATAERR" "state.db" "malformed" "damaged"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+}
+
+@test "another application's SQLite database is refused, unchanged" {
+	start_dispatcher
+	mkdir -m 700 "$EXEC_STATE_DIR"
+	# application_id 0 and user_version 0, like most SQLite files: open
+	# must not take it for an empty new state and add our schema to it.
+	sqlite3 "$EXEC_STATE_DIR/state.db" "CREATE TABLE notes(x); INSERT INTO notes VALUES ('mine')"
+	chmod 600 "$EXEC_STATE_DIR/state.db"
+	local before
+	before=$(sha)
+	refused_by_all "$EK_DATAERR" "state.db" "not an execkit state database"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+	[ "$(sql "SELECT group_concat(name) FROM sqlite_schema")" = notes ]
+	[ "$(sql "PRAGMA journal_mode")" = delete ] || fail "journal mode was changed"
+	# The same with an application id of its own.
+	rm -f "$EXEC_STATE_DIR"/state.db*
+	sqlite3 "$EXEC_STATE_DIR/state.db" "PRAGMA application_id=4242; CREATE TABLE meta(k, v)"
+	chmod 600 "$EXEC_STATE_DIR/state.db"
+	before=$(sha)
+	refused_by_all "$EK_DATAERR" "state.db" "not an execkit state database"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+}
+
+@test "state.db is WAL with the execkit application_id, its schema and meta" {
+	start_dispatcher
+	open_session
+	[ "$(sql "PRAGMA journal_mode")" = wal ]
+	[ "$(sql "PRAGMA application_id")" = "$APP_ID" ]
+	local n
+	n=$(find "$SRC/schema" -name '[0-9]*.sql' | wc -l)
+	[ "$(sql "PRAGMA user_version")" = "$n" ]
+	local t
+	for t in meta sessions accepts runs results receipts; do
+		[ "$(sql "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='$t'")" = 1 ] ||
+			fail "no table $t"
+	done
+	[ "$(sql "SELECT value FROM meta WHERE key='package_version'")" = "$VERSION" ]
+	[[ $(sql "SELECT value FROM meta WHERE key='executor_id'") =~ ^[0-9a-f]{32}$ ]]
+}
+
+@test "the binding of an accepted run cannot be changed" {
+	start_dispatcher
+	open_session
+	spec r1 | exec-accept >/dev/null
+	local before col
+	before=$(sql "SELECT incarnation || '/' || session_id FROM accepts WHERE run_id='r1'")
+	[ "$before" != / ]
+	for col in session_id incarnation run_id; do
+		run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE accepts SET $col='other' WHERE run_id='r1'"
+		assert_failure
+		assert_output --partial immutable
+		run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE runs SET $col='other' WHERE run_id='r1'"
+		assert_failure
+		assert_output --partial immutable
+	done
+	[ "$(sql "SELECT incarnation || '/' || session_id FROM accepts WHERE run_id='r1'")" = "$before" ]
+	[ "$(sql "SELECT incarnation || '/' || session_id FROM runs WHERE run_id='r1'")" = "$before" ]
+}
+
+@test "the schema allows at most one current session" {
+	start_dispatcher
+	open_session
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "INSERT INTO sessions(incarnation, session_id, dispatcher,
+		credential, status, opened_at, lease_ms, heartbeat_ms) VALUES ('inc-x', 'ses-x', 'http://x',
+		'c', 'current', 1, 1, 1)"
+	assert_failure
+	assert_output --partial UNIQUE
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status='current'")" = 1 ]
+	[ "$(sql "SELECT count(*) FROM sessions")" = 1 ]
+}
+
+# concurrent WORKERS MODE: WORKERS processes accept 50 distinct runs each,
+# at once; MODE batch = one 50-line batch each, single = 50 invocations each.
+concurrent() {
+	local w pids=() i
+	for w in $(seq 1 "$1"); do
+		(
+			if [ "$2" = batch ]; then
+				for i in $(seq 1 50); do spec "w$w-r$i"; done >"$BATS_TEST_TMPDIR/in.$w"
+				timeout 60 exec-accept <"$BATS_TEST_TMPDIR/in.$w"
+			else
+				rc=0
+				for i in $(seq 1 50); do
+					spec "w$w-r$i" | timeout 20 exec-accept || rc=$?
+				done
+				exit "$rc"
+			fi
+		) >"$BATS_TEST_TMPDIR/out.$w" 2>"$BATS_TEST_TMPDIR/err.$w" &
+		pids+=($!)
+	done
+	for w in $(seq 1 "$1"); do
+		wait "${pids[w - 1]}" || fail "worker $w: status $?: $(cat "$BATS_TEST_TMPDIR/err.$w")"
+	done
+	! grep -il "locked\|busy" "$BATS_TEST_TMPDIR"/err.* || fail "a worker saw the database busy"
+	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | grep -c '^accepted ')" = $(($1 * 50)) ]
+}
+
+@test "8 concurrent exec-accept batches of 50 all succeed, never 'database is locked'" {
+	start_dispatcher
+	open_session
+	concurrent 8 batch
+	[ "$(sql "SELECT count(*) FROM accepts")" = 400 ]
+	[ "$(sql "SELECT count(*) FROM runs")" = 400 ]
+	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = 400 ]
+}
+
+@test "8 concurrent workers of 50 exec-accept calls each all succeed" {
+	start_dispatcher
+	open_session
+	concurrent 8 single
+	[ "$(sql "SELECT count(*) FROM accepts")" = 400 ]
+	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = 400 ]
+}
