@@ -155,18 +155,19 @@ pragma_int(struct db *db, const char *sql, int *out, struct ek_err *e)
 	return rc < 0 ? -1 : 0;
 }
 
-/* The version gate: same application, known schema, same package version. */
+/* The version gate: same application, same schema, same package version.
+ * The version that wrote the state is named whenever meta still says it. */
 static int
-check_identity(struct state *st, struct ek_err *e)
+check_identity(struct state *st, int schema, struct ek_err *e)
 {
 	char version[64] = "";
 	sqlite3_stmt *q;
 	int rc;
 
 	q = db_prep(&st->db, "SELECT key, value FROM meta WHERE key IN ('package_version','executor_id')", e);
-	if (!q)
+	if (!q && schema == SCHEMA_STEPS)
 		return -1;
-	while ((rc = db_step(&st->db, q, e)) == 1) {
+	while (q && (rc = db_step(&st->db, q, e)) == 1) {
 		const char *k = (const char *)sqlite3_column_text(q, 0);
 		if (strcmp(k, "package_version") == 0)
 			db_col_text(q, 1, version, sizeof version);
@@ -174,13 +175,16 @@ check_identity(struct state *st, struct ek_err *e)
 			db_col_text(q, 1, st->executor_id, sizeof st->executor_id);
 	}
 	sqlite3_finalize(q);
-	if (rc < 0)
+	if (q && rc < 0 && schema == SCHEMA_STEPS)
 		return -1;
-	if (strcmp(version, PACKAGE_VERSION) != 0)
+	if ((version[0] || schema == SCHEMA_STEPS) && strcmp(version, PACKAGE_VERSION) != 0)
 		return ek_fail(e, EK_VERSION, "%s: state was created by execkit %s, this is execkit %s; "
 		    "drain it with execkit %s ('exec-reconcile --drain') or use a new state directory",
 		    st->dbpath, version[0] ? version : "(unknown)", PACKAGE_VERSION,
 		    version[0] ? version : "(unknown)");
+	if (schema != SCHEMA_STEPS)
+		return ek_fail(e, EK_VERSION, "%s: schema version %d, this is execkit %s with schema %d; "
+		    "drain it with the execkit that wrote it", st->dbpath, schema, PACKAGE_VERSION, SCHEMA_STEPS);
 	if (!st->executor_id[0])
 		return ek_fail(e, EK_DATAERR, "%s: state has no executor id (damaged meta table)", st->dbpath);
 	return 0;
@@ -203,10 +207,7 @@ open_db(struct state *st, bool create, struct ek_err *e)
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);
-	if (ver != SCHEMA_STEPS)
-		return ek_fail(e, EK_VERSION, "%s: schema version %d, this is execkit %s with schema %d; "
-		    "drain it with the execkit that wrote it", st->dbpath, ver, PACKAGE_VERSION, SCHEMA_STEPS);
-	if (check_identity(st, e) < 0)
+	if (check_identity(st, ver, e) < 0)
 		return -1;
 	return db_configure(&st->db, e);
 }

@@ -117,6 +117,20 @@ accept_some() {
 		fail "open negotiated a session for a refused state"
 }
 
+@test "state with another schema names the version that wrote it" {
+	start_dispatcher
+	open_session
+	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE meta SET value='9.1.0' WHERE key='package_version';
+		PRAGMA user_version=7"
+	local before
+	before=$(sha)
+	refused_by_all "$EK_VERSION" "9.1.0" "$VERSION"
+	[ "$(sha)" = "$before" ] || fail "state.db changed"
+	# Without a version in meta, the schema numbers still tell.
+	sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM meta WHERE key='package_version'"
+	refused_by_all "$EK_VERSION" "schema version 7" "$VERSION"
+}
+
 @test "a garbage state.db is refused as not a database, unchanged" {
 	start_dispatcher
 	mkdir -m 700 "$EXEC_STATE_DIR"
