@@ -162,7 +162,7 @@ check_identity(struct state *st, int schema, struct ek_err *e)
 {
 	char version[64] = "";
 	sqlite3_stmt *q;
-	int rc;
+	int rc = 0;
 
 	q = db_prep(&st->db, "SELECT key, value FROM meta WHERE key IN ('package_version','executor_id')", e);
 	if (!q && schema == SCHEMA_STEPS)

@@ -28,6 +28,10 @@ for variant in plain sanitizers; do
 	done
 done
 
+echo "== make distcheck (the tarball builds and passes the contract tests)"
+dist=0
+make -s -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1 || { dist=1; tail -20 build/distcheck.log; }
+
 # Count test cases; a file that errored without failing a case counts once.
 passed=0
 failed=0
@@ -39,6 +43,7 @@ for trs in build/tests/*.trs build-san/tests/*.trs; do
 	passed=$((passed + p))
 	failed=$((failed + f))
 done
+if [ "$dist" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
 echo "$passed passed, $failed failed"
 exit "$status"
