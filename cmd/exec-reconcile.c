@@ -9,6 +9,7 @@
  * budget is spent or the session turns out to be over.  It reads and
  * sends only: it never touches queued work and never runs a guest.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,13 +17,14 @@
 #include "binding.h"
 #include "cli.h"
 #include "deliver.h"
+#include "evidence.h"
 #include "jsonout.h"
 #include "runs.h"
 #include "state.h"
 
 static const char PROG[] = "exec-reconcile";
 
-enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN };
+enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -31,11 +33,15 @@ static const struct option options[] = {
 	{ "max", required_argument, NULL, OPT_MAX },
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
 	{ "drain", no_argument, NULL, OPT_DRAIN },
+	{ "prune-receipts", required_argument, NULL, OPT_PRUNE },
+	{ "export-evidence", required_argument, NULL, OPT_EXPORT },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
 	"Usage: exec-reconcile [OPTION]...\n"
+	"       exec-reconcile [OPTION]... --prune-receipts AGE\n"
+	"       exec-reconcile [OPTION]... --export-evidence FILE\n"
 	"Deliver retained results of the current session in one bounded pass.\n"
 	"\n"
 	"Options:\n"
@@ -43,6 +49,9 @@ static const char USAGE[] =
 	"      --budget-ms N      the pass (or the whole drain) ends within N ms (default 5000)\n"
 	"      --drain            repeat passes until nothing deliverable is left or the\n"
 	"                         budget ends (the step before moving state to another version)\n"
+	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m, 3600s)\n"
+	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON Lines,\n"
+	"                         with the stored bodies), fsync it, then delete those rows\n"
 	"      --json             one JSON line per result and per pass (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -56,8 +65,8 @@ static const char USAGE[] =
 static const char *const status_name[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
 
 struct opts {
-	const char *state_dir;
-	int64_t max, budget_ms;
+	const char *state_dir, *export_path;
+	int64_t max, budget_ms, prune_age_ms;
 	int json, drain;
 };
 
@@ -156,6 +165,47 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* Housekeeping: --prune-receipts or --export-evidence. */
+static int
+housekeeping(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	const char *what = o->export_path ? "exported" : "pruned";
+	int64_t n = 0;
+
+	if (o->export_path ? evidence_export(st, o->export_path, &n, e) < 0 :
+	    receipts_prune(st, o->prune_age_ms, &n, e) < 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:I}", "event", what, "rows", (json_int_t)n));
+	else
+		printf("%s %lld %s\n", what, (long long)n, o->export_path ? "results" : "receipts");
+	return 0;
+}
+
+/* "30d", "12h", "90m", "3600s" or plain seconds, to ms. */
+static int
+parse_age(const char *s, int64_t *ms)
+{
+	static const struct { char unit; int64_t ms; } units[] = {
+		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 } };
+	char num[32];
+	size_t len = strlen(s), i;
+	int64_t v, mult = 1000;
+
+	if (len == 0 || len >= sizeof num)
+		return -1;
+	memcpy(num, s, len + 1);
+	for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (num[len - 1] == units[i].unit) {
+			mult = units[i].ms;
+			num[len - 1] = '\0';
+		}
+	if (cli_parse_i64(num, 0, INT64_MAX / 86400000, &v) < 0)
+		return -1;
+	*ms = v * mult;
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -163,6 +213,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->max = 32;
 	o->budget_ms = DELIVER_BUDGET_MS;
+	o->prune_age_ms = -1;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return -2;
@@ -170,6 +221,11 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DRAIN: o->drain = 1; break;
+		case OPT_EXPORT: o->export_path = optarg; break;
+		case OPT_PRUNE:
+			if (parse_age(optarg, &o->prune_age_ms) < 0)
+				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age like 30d, 12h, 90m or 3600s", optarg);
+			break;
 		case OPT_MAX:
 			if (cli_parse_i64(optarg, 1, 256, &o->max) < 0)
 				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to 256", optarg);
@@ -183,6 +239,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
+	if (o->export_path && o->prune_age_ms >= 0)
+		return cli_usage_error(PROG, "--export-evidence and --prune-receipts are separate steps");
+	if ((o->export_path || o->prune_age_ms >= 0) && o->drain)
+		return cli_usage_error(PROG, "--drain does not go with --export-evidence or --prune-receipts");
 	return 0;
 }
 
@@ -198,7 +258,7 @@ main(int argc, char **argv)
 		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = reconcile(&st, &o, &e);
+	rc = o.export_path || o.prune_age_ms >= 0 ? housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

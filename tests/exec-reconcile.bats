@@ -104,3 +104,39 @@ SQL
 	run exec-reconcile
 	[ "$status" -eq "$EK_NOSESSION" ]
 }
+
+@test "--export-evidence writes refused and orphaned results durably, then removes exactly those" {
+	start_dispatcher
+	open_session
+	retain_many 3
+	crowd 10
+	spec u1 | exec-accept >/dev/null
+	exec-run start --wait >/dev/null            # u1 is refused: unknown_run
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl"
+	assert_success
+	assert_output "exported 11 results"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/evidence.jsonl")" = 11 ]
+	[ "$(stat -c %a "$BATS_TEST_TMPDIR/evidence.jsonl")" = 600 ]
+	grep -q '"run_id":"u1".*"refused":true,"refused_cause":"unknown_run".*"body":"{' "$BATS_TEST_TMPDIR/evidence.jsonl"
+	# The three deliverable results of the current session are not evidence.
+	[ "$(sql "SELECT count(*) FROM results")" = 3 ]
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl"
+	[ "$status" -eq "$EK_CANTCREAT" ]           # never overwrites an export
+	[ "$(sql "SELECT count(*) FROM results")" = 3 ]
+}
+
+@test "--prune-receipts removes only receipts older than the window" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec p1)" "$(spec p2)"
+	exec-run start --wait >/dev/null
+	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE receipts SET acked_at = acked_at - 40 * 86400000 WHERE run_id = 'p1'"
+	run exec-reconcile --prune-receipts 30d
+	assert_success
+	assert_output "pruned 1 receipts"
+	[ "$(sql "SELECT run_id FROM receipts")" = p2 ]
+	run exec-reconcile --prune-receipts soon
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-reconcile --prune-receipts 1d --export-evidence x
+	[ "$status" -eq "$EK_USAGE" ]
+}

@@ -1,0 +1,27 @@
+/*
+ * evidence — the explicit, operator-driven end of retained evidence.
+ *
+ * Nothing in execkit removes refused or orphaned results, or receipts, on
+ * its own.  These two operations do, when an operator asks:
+ *  - evidence_export() writes every refused and every orphaned result (one
+ *    JSON object per line, with the stored request body), makes the file
+ *    durable, and only then deletes exactly the rows it wrote;
+ *  - receipts_prune() deletes receipts older than a retention window.
+ * "Orphaned" means retained, not refused, and bound to a session that is
+ * not the current one (so this session can never deliver it).
+ */
+#ifndef EK_EVIDENCE_H
+#define EK_EVIDENCE_H
+
+#include <stdint.h>
+
+#include "state.h"
+
+/* Export refused and orphaned results to a new file at path (refused if it
+ * exists), fsync it, then delete those rows.  *n = rows exported. */
+int evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e);
+
+/* Delete receipts acknowledged before now - age_ms.  *n = rows deleted. */
+int receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e);
+
+#endif
