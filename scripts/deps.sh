@@ -3,7 +3,7 @@
 # Only missing packages are installed, so a prepared machine needs no network.
 set -eu
 pkgs="build-essential autoconf automake pkg-config libsqlite3-dev libcurl4-openssl-dev
-libjansson-dev libmicrohttpd-dev sqlite3 curl bats bats-assert bats-support procps ${EXTRA_PKGS:-}"
+libjansson-dev libmicrohttpd-dev sqlite3 curl bats bats-assert bats-support procps xxd nginx-light ${EXTRA_PKGS:-}"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

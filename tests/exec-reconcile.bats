@@ -30,8 +30,9 @@ SQL
 	start_dispatcher
 	open_session
 	retain_many 40
-	crowd 4000
-	[ "$(sql "SELECT count(*) FROM results WHERE refused=0 AND session_id='ses-old'")" = 2000 ]
+	crowd 20000
+	[ "$(sql "SELECT count(*) FROM results WHERE refused=0 AND session_id='ses-old'")" = 10000 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE refused=1")" = 10000 ]
 	run exec-reconcile --json
 	[ "$status" -eq 0 ]
 	assert_line --partial '"event":"reconcile_pass","pass":1,"selected":32,"delivered":32'
@@ -41,7 +42,7 @@ SQL
 	[ "$(sql "SELECT count(*) FROM receipts")" = 40 ]
 	run exec-reconcile --json
 	assert_line --partial '"selected":0'
-	[ "$(sql "SELECT count(*) FROM results")" = 4000 ]
+	[ "$(sql "SELECT count(*) FROM results")" = 20000 ]
 	run sqlite3 "$EXEC_STATE_DIR/state.db" "EXPLAIN QUERY PLAN SELECT run_id FROM results INDEXED BY results_deliverable WHERE incarnation='a' AND session_id='b' AND refused=0 ORDER BY chosen_at LIMIT 32"
 	assert_output --partial "USING INDEX results_deliverable"
 }
@@ -139,4 +140,85 @@ SQL
 	[ "$status" -eq "$EK_USAGE" ]
 	run exec-reconcile --prune-receipts 1d --export-evidence x
 	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "single flight: a pass, two exec-reports and a finishing run never deliver one result at once" {
+	start_dispatcher
+	open_session
+	retain_many 1
+	fault delay 20 700
+	exec-reconcile >/dev/null 2>&1 &
+	a=$!
+	exec-report d1 >/dev/null 2>&1 &
+	b=$!
+	exec-report d1 >/dev/null 2>&1 &
+	c=$!
+	wait "$a" "$b" "$c" || true
+	[ "$(disp_field d1 max_in_flight)" = 1 ]
+	[ "$(disp_charges d1)" = 1 ]
+	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
+}
+
+# nginx on loopback in front of the dispatcher: its 502 and 504 are transient.
+# Its port is one the kernel just handed a throwaway exec-dispatcher.
+start_proxy() {
+	local port
+	exec-dispatcher --port 0 --port-file "$BATS_TEST_TMPDIR/free.port" --store "$BATS_TEST_TMPDIR/free.db" --quiet 3>&- &
+	wait_until '[ -s "$BATS_TEST_TMPDIR/free.port" ]'
+	kill "$!"
+	wait "$!" || true
+	port=$(cat "$BATS_TEST_TMPDIR/free.port")
+	mkdir -p "$BATS_TEST_TMPDIR/nginx"
+	cat >"$BATS_TEST_TMPDIR/nginx/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $BATS_TEST_TMPDIR/nginx/pid;
+error_log $BATS_TEST_TMPDIR/nginx/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $BATS_TEST_TMPDIR/nginx/body;
+	proxy_temp_path $BATS_TEST_TMPDIR/nginx/proxy;
+	server {
+		listen 127.0.0.1:$port;
+		location / {
+			proxy_pass $DISP_URL;
+			proxy_connect_timeout 1s;
+			proxy_read_timeout 300ms;
+		}
+	}
+}
+CONF
+	nginx -c "$BATS_TEST_TMPDIR/nginx/nginx.conf" -e "$BATS_TEST_TMPDIR/nginx/error.log" 3>&- &
+	PROXY_PID=$!
+	PROXY_URL="http://127.0.0.1:$port"
+	wait_until 'curl -s -o /dev/null --max-time 1 "$PROXY_URL/admin/summary"'
+}
+
+@test "a real reverse proxy's 502 and 504 are transient, and delivery resumes" {
+	command -v nginx >/dev/null || fail "nginx is not installed (scripts/deps.sh installs nginx-light)"
+	start_dispatcher
+	start_proxy
+	exec-session open --dispatcher "$PROXY_URL" >/dev/null
+	admin POST /admin/runs "$(spec px1)" >/dev/null
+	exec-accept --from-dispatcher >/dev/null
+	fault delay 3 3000                      # slower than the proxy's read timeout
+	run exec-run start --wait --budget-ms 2500
+	assert_output --partial "px1 exited 0: failed (3 attempts)"
+	run sql "SELECT last_diag FROM results WHERE run_id='px1'"
+	assert_output --partial "HTTP 504"
+	port=${DISP_URL##*:}
+	stop_dispatcher                          # now the proxy answers 502
+	run exec-report --budget-ms 1500 px1
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	run sql "SELECT last_diag, refused FROM results WHERE run_id='px1'"
+	assert_output --partial "HTTP 502"
+	assert_output --partial "|0"
+	exec-dispatcher --port "$port" --store "$BATS_TEST_TMPDIR/disp.db" --quiet 3>&- &
+	DISP_PID=$!
+	wait_until 'curl -s -o /dev/null --max-time 1 "$DISP_URL/admin/summary"'
+	run exec-reconcile
+	assert_success
+	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
+	kill "$PROXY_PID"
 }
