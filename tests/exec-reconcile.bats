@@ -142,7 +142,7 @@ SQL
 	[ "$status" -eq "$EK_USAGE" ]
 }
 
-@test "single flight: a pass, two exec-reports and a finishing run never deliver one result at once" {
+@test "single flight: a pass and two exec-reports never deliver one result at once" {
 	start_dispatcher
 	open_session
 	retain_many 1
