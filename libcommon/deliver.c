@@ -128,13 +128,20 @@ session_usable(struct state *st, const struct binding *b, struct deliver_report 
 	return 0;
 }
 
+/* Pause before retry i (100, 200, ... ms), never past the deadline. */
 static void
-sleep_ms(int64_t ms)
+backoff(int i, int64_t deadline)
 {
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	int64_t ms = 100LL << i, left = deadline - mono_ms();
+	struct timespec ts;
 
-	if (ms > 0)
-		nanosleep(&ts, NULL);
+	if (left < ms)
+		ms = left;
+	if (ms <= 0)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
 }
 
 /* Apply one verdict to the state; 1 = stop, 0 = try again, -1 = error. */
@@ -206,8 +213,8 @@ attempts_loop(struct state *st, const struct result *r, int max_attempts, int64_
 		rep->attempts++;
 		if ((rc = settle(st, r, &v, rep, e)) != 0)
 			return rc < 0 ? -1 : 0;
-		sleep_ms(i + 1 < max_attempts ? (deadline - mono_ms() < 100 * (1 << i) ?
-		    deadline - mono_ms() : 100 * (1 << i)) : 0);
+		if (i + 1 < max_attempts)
+			backoff(i, deadline);
 	}
 	if (rep->attempts == 0) {
 		rep->status = DELIVER_FAILED;

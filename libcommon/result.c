@@ -153,33 +153,40 @@ write_stmt(struct state *st, sqlite3_stmt *q, struct ek_err *e)
 int
 result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e)
 {
-	struct result r;
+	char holder[CLAIM_OWNER_MAX] = "";
+	int64_t held_until = 0;
 	sqlite3_stmt *q;
 	int rc;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	rc = result_load(st, run_id, &r, e);
-	if (rc <= 0) {
-		db_rollback(&st->db);
-		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no retained result", run_id);
+	if (!(q = db_prep(&st->db, "SELECT claim_owner, IFNULL(claim_until, 0) FROM results WHERE run_id = ?1", e)))
+		goto fail;
+	db_bind_text(q, 1, run_id);
+	if ((rc = db_step(&st->db, q, e)) == 1) {
+		db_col_text(q, 0, holder, sizeof holder);
+		held_until = sqlite3_column_int64(q, 1);
 	}
-	result_free(&r);
+	sqlite3_finalize(q);
+	if (rc <= 0) {
+		if (rc == 0)
+			ek_fail(e, EK_NOINPUT, "run '%s': no retained result", run_id);
+		goto fail;
+	}
 	/* A claim stands while its owner lives and has not overrun its expiry. */
-	if (r.claim_owner[0] && strcmp(r.claim_owner, owner) != 0 &&
-	    r.claim_until > now_ms() && proc_id_alive(r.claim_owner)) {
+	if (holder[0] && strcmp(holder, owner) != 0 && held_until > now_ms() && proc_id_alive(holder)) {
 		db_rollback(&st->db);
 		return 0;
 	}
-	q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 WHERE run_id = ?3", e);
-	if (!q) {
-		db_rollback(&st->db);
-		return -1;
-	}
+	if (!(q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 WHERE run_id = ?3", e)))
+		goto fail;
 	db_bind_text(q, 1, owner);
 	db_bind_i64(q, 2, until);
 	db_bind_text(q, 3, run_id);
 	return write_stmt(st, q, e) < 0 ? -1 : 1;
+fail:
+	db_rollback(&st->db);
+	return -1;
 }
 
 int
