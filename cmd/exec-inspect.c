@@ -182,8 +182,14 @@ cmd_lookup(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct inspect_found f;
 	json_t *j;
+	int hold, rc;
 
-	if (inspect_lookup(st, o->session, o->arg, &f, e) < 0)
+	/* The hold lets a closing session join this lookup before it closes. */
+	if ((hold = inspect_hold(st, mono_ms() + o->timeout_ms, e)) < 0)
+		return -1;
+	rc = inspect_lookup(st, o->session, o->arg, &f, e);
+	inspect_release(hold);
+	if (rc < 0)
 		return -1;
 	if (!(j = found_json(&f)))
 		return ek_fail(e, EK_OSERR, "out of memory");

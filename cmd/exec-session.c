@@ -13,6 +13,7 @@
 #include "binding.h"
 #include "cli.h"
 #include "client.h"
+#include "inspect.h"
 #include "jsonout.h"
 #include "runs.h"
 #include "state.h"
@@ -196,26 +197,42 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* Tell the dispatcher, then end the session here whatever it said. */
 static int
-cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
+close_session(struct state *st, const struct opts *o, struct session *s, struct ek_err *e)
 {
-	struct session s;
 	json_t *ans = NULL;
-	int rc = session_call(st, o, "DELETE", "", &ans, &s, e);
+	int rc = session_call(st, o, "DELETE", "", &ans, s, e);
 
 	json_decref(ans);
 	if (rc < 0 && e->code != EK_UNAVAILABLE && e->code != EK_PROTOCOL)
 		return -1;
 	/* Closing is the operator's decision: it holds here even if the
 	 * dispatcher could not be told, and the exit code says so. */
-	if (session_end(st, &s.b, "closed", rc < 0 ? NULL : e) < 0 && rc == 0)
+	if (session_end(st, &s->b, "closed", rc < 0 ? NULL : e) < 0 && rc == 0)
 		return -1;
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b}", "event", "session_close",
-		    "session_id", s.b.session_id, "status", "closed", "dispatcher_told", rc == 0));
+		    "session_id", s->b.session_id, "status", "closed", "dispatcher_told", rc == 0));
 	else
-		printf("session %s closed%s\n", s.b.session_id,
+		printf("session %s closed%s\n", s->b.session_id,
 		    rc == 0 ? "" : " here; the dispatcher could not be told");
+	return rc;
+}
+
+static int
+cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session s;
+	int rc, hold;
+
+	if (session_require(st, NULL, &s, e) < 0)
+		return -1;
+	/* New lookups now answer "shutting down"; those in flight finish first. */
+	if ((hold = inspect_quiesce(st, mono_ms() + o->timeout_ms, e)) < 0)
+		return -1;
+	rc = close_session(st, o, &s, e);
+	inspect_unquiesce(st, hold);
 	return rc;
 }
 

@@ -6,9 +6,12 @@
  * — is one consistent snapshot.  All SQL is constant; every value is bound.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,6 +101,69 @@ inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct
 	if (sqlite3_set_authorizer(h, authorize, (void *)&modes[mode]) != SQLITE_OK)
 		return db_fail(&st->db, e, "authorizer");
 	return 0;
+}
+
+/* flock fd with op (LOCK_SH or LOCK_EX), polling until the deadline. */
+static int
+flock_until(const struct state *st, int op, int64_t deadline, struct ek_err *e)
+{
+	struct timespec tick = { 0, 10 * 1000000L };
+	int fd = open(st->dbpath, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ek_fail(e, EK_IOERR, "'%s': %s", st->dbpath, strerror(errno));
+	while (flock(fd, op | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK || mono_ms() >= deadline) {
+			close(fd);
+			return ek_fail(e, EK_TEMPFAIL, "%s", op == LOCK_SH ? "executor is shutting down; "
+			    "try again once it runs again" : "lookups still in flight; gave up waiting for them");
+		}
+		nanosleep(&tick, NULL);
+	}
+	return fd;
+}
+
+int
+inspect_hold(const struct state *st, int64_t deadline, struct ek_err *e)
+{
+	return flock_until(st, LOCK_SH, deadline, e);
+}
+
+int
+inspect_quiesce(const struct state *st, int64_t deadline, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) < 0)
+		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
+	    futimens(fd, NULL) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return ek_fail(e, EK_CANTCREAT, "'%s': %s", path, strerror(errno));
+	}
+	close(fd);
+	if ((fd = flock_until(st, LOCK_EX, deadline, e)) < 0)
+		unlink(path);
+	return fd;
+}
+
+void
+inspect_unquiesce(const struct state *st, int fd)
+{
+	char path[PATH_MAX];
+
+	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) == 0)
+		unlink(path);
+	inspect_release(fd);
+}
+
+void
+inspect_release(int fd)
+{
+	if (fd >= 0)
+		close(fd);
 }
 
 /* A read transaction: a snapshot for several statements, never committed. */

@@ -48,6 +48,29 @@ int inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e);
  * for a lock give up at the monotonic deadline (ms).  0 or -1. */
 int inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct ek_err *e);
 
+/*
+ * Lookups in flight, and the shutdown that joins them.  A lookup holds a
+ * shared flock(2) on state.db for its whole read; closing the session
+ * first leaves the shutdown marker (new lookups then answer "shutting
+ * down") and then takes the flock exclusively, which it gets only once
+ * every lookup in flight has finished.  flock(2) and SQLite's fcntl(2)
+ * locks are independent on Linux, so neither ever blocks SQLite.
+ */
+
+/* Take the shared hold, waiting at most until deadline; returns the fd to
+ * pass to inspect_release(), or -1 (EK_TEMPFAIL: a shutdown holds it). */
+int inspect_hold(const struct state *st, int64_t deadline, struct ek_err *e);
+
+/* Leave the shutdown marker, then wait (until deadline) for lookups in
+ * flight; returns the fd to pass to inspect_unquiesce() once the session
+ * is closed, or -1 (the marker is removed again). */
+int inspect_quiesce(const struct state *st, int64_t deadline, struct ek_err *e);
+
+/* Remove the marker and drop the exclusive hold: shutdown is over. */
+void inspect_unquiesce(const struct state *st, int fd);
+
+void inspect_release(int fd);
+
 enum inspect_answer { INSPECT_ABSENT, INSPECT_FILTERED, INSPECT_FOUND };
 
 /* The answer of one lookup.  For FOUND every field is set; FILTERED and

@@ -468,3 +468,39 @@ EOF
 	assert_line --regexp '^Usage: exec-inspect .*lookup RUN_ID --session SID$'
 	assert_output --partial "Exit status:"
 }
+
+@test "closing the session joins a lookup in flight; a lookup during the close answers shutting down" {
+	start_dispatcher
+	open_session
+	sid=$(current_session)
+	# A lookup in flight: hold the lookups' shared lock as a lookup does.
+	flock -s "$EXEC_STATE_DIR/state.db" sleep 2 3>&- &
+	holder=$!
+	wait_until '! flock -x -n "$EXEC_STATE_DIR/state.db" true'
+	start=$(date +%s%N)
+	exec-session close >"$BATS_TEST_TMPDIR/close.out" 2>&1 3>&- &
+	closer=$!
+	wait_until '[ -e "$EXEC_STATE_DIR/shutdown" ]'
+	run exec-inspect lookup x1 --session "$sid"
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --partial "shutting down"
+	wait "$closer"
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$elapsed" -ge 1000 ]          # it waited for the lookup in flight
+	grep -q "closed" "$BATS_TEST_TMPDIR/close.out"
+	wait "$holder"
+	[ ! -e "$EXEC_STATE_DIR/shutdown" ]
+	run exec-inspect lookup x1 --session "$sid"
+	[ "$status" -eq "$EK_NOSESSION" ]        # closed now: no current session
+	# A close that cannot join in time gives up without closing.
+	open_session
+	flock -s "$EXEC_STATE_DIR/state.db" sleep 3 3>&- &
+	holder=$!
+	wait_until '! flock -x -n "$EXEC_STATE_DIR/state.db" true'
+	run exec-session close --timeout-ms 300
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --partial "lookups still in flight"
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status='current'")" = 1 ]
+	[ ! -e "$EXEC_STATE_DIR/shutdown" ]
+	kill "$holder" 2>/dev/null || true
+}
