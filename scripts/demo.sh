@@ -47,8 +47,7 @@ loop_pid=$!
 finished() { curl -sS --max-time 5 "$url/admin/summary" | grep -o '"finished":[0-9]*' | cut -d: -f2; }
 cancelled=
 for _ in $(seq 1 600); do
-	if [ -z "$cancelled" ] &&
-		sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT 1 FROM runs WHERE run_id='cancel-me' AND state='started'" 2>/dev/null | grep -q 1; then
+	if [ -z "$cancelled" ] && exec-inspect list running --ids 2>/dev/null | grep -qx cancel-me; then
 		sid=$(exec-session show | awk '$3 == "current" {print $1}')
 		echo "== cancelling cancel-me"
 		exec-run cancel cancel-me --session "$sid"
@@ -63,10 +62,13 @@ kill -TERM "$loop_pid"
 wait "$loop_pid" || true
 loop_pid=
 
-echo "== what the dispatcher recorded"
-curl -sS --max-time 5 "$url/admin/runs" | tr '{' '\n' | grep run_id | sed 's/[",]/ /g; s/}.*//'
+echo "== what the dispatcher recorded (GET /admin/summary: each run charged once)"
+curl -sS --max-time 5 "$url/admin/summary"
 echo
-echo "== what is kept locally (exec-session report)"
+echo "== what the executor kept: a receipt per acknowledged result (exec-inspect list receipts)"
+exec-inspect list receipts
+echo
+echo "== the startup report, as a restarted executor would print it (exec-session report)"
 exec-session report
 echo
 echo "== guest output of 'hello'"

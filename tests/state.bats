@@ -266,3 +266,17 @@ concurrent() {
 	[ "$(sql "SELECT count(*) FROM accepts")" = 400 ]
 	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = 400 ]
 }
+
+@test "the WAL stays bounded across many short-lived writers" {
+	start_dispatcher
+	open_session
+	local i
+	for i in $(seq 1 150); do spec "w$i" | exec-accept >/dev/null; done
+	first=$(stat -c %s "$EXEC_STATE_DIR/state.db-wal")
+	for i in $(seq 151 300); do spec "w$i" | exec-accept >/dev/null; done
+	second=$(stat -c %s "$EXEC_STATE_DIR/state.db-wal")
+	# journal_size_limit is 1 MiB: the WAL never keeps more than that, and
+	# it does not grow with the number of calls.
+	[ "$second" -le 1048576 ]
+	[ "$second" -le $((first + 65536)) ]
+}
