@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "db.h"
 
@@ -72,8 +73,11 @@ db_configure(struct db *db, struct ek_err *e)
 	int persist = 1;
 
 	/* Keep the WAL file between processes (saves creating and syncing it on
-	 * every call) but cap what it may keep, so it cannot grow without bound. */
+	 * every call) but cap what it may keep, so it cannot grow without bound.
+	 * No checkpoint on every close (three more syncs per short-lived tool):
+	 * db_close() checkpoints once the WAL has grown past WAL_CHECKPOINT_BYTES. */
 	sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	if (db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
 	    "PRAGMA foreign_keys=ON; PRAGMA journal_size_limit=1048576;"
 	    "PRAGMA cell_size_check=ON;", e) < 0)
@@ -94,11 +98,28 @@ db_open(struct db *db, const char *path, bool create, struct ek_err *e)
 	return 0;
 }
 
+/* A writer leaving a WAL past the threshold folds it back into the database
+ * and truncates it, so every process start reads at most that much WAL.
+ * A busy checkpoint is left to the next writer. */
+static void
+checkpoint_if_large(struct db *db)
+{
+	char wal[4096];
+	struct stat sb;
+
+	if (snprintf(wal, sizeof wal, "%s-wal", db->path) >= (int)sizeof wal ||
+	    stat(wal, &sb) < 0 || sb.st_size < WAL_CHECKPOINT_BYTES)
+		return;
+	sqlite3_wal_checkpoint_v2(db->h, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
 void
 db_close(struct db *db)
 {
 	if (!db->h)
 		return;
+	if (db->wrote)
+		checkpoint_if_large(db);
 	sqlite3_commit_hook(db->h, NULL, NULL);
 	sqlite3_close_v2(db->h);
 	db->h = NULL;
@@ -123,6 +144,7 @@ db_commit(struct db *db, struct ek_err *e)
 	db->committing = true;
 	rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
 	db->committing = false;
+	db->wrote = true;
 	if (rc != SQLITE_OK) {
 		db_fail(db, e, "commit");
 		db_rollback(db);

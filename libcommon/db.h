@@ -16,11 +16,15 @@
 
 #include "err.h"
 
+/* db_close() of a writer checkpoints a WAL larger than this. */
+#define WAL_CHECKPOINT_BYTES (256 * 1024)
+
 struct db {
 	sqlite3 *h;
 	const char *path;   /* for messages */
 	bool in_write;      /* inside db_begin_write() */
 	bool committing;    /* db_commit() in progress: the hook allows it */
+	bool wrote;         /* a write transaction was committed */
 };
 
 /* Open path with the settings every connection needs (busy_timeout first,
