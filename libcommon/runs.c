@@ -126,8 +126,11 @@ check_policy(json_t *p, struct ek_err *e)
 			if (!json_is_string(v) || !run_id_valid(json_string_value(v)))
 				return bad(e, "policy.destinations", "names are 1 to 128 bytes of [A-Za-z0-9._:-]");
 	}
-	if ((v = json_object_get(p, "weight")) && (!json_is_number(v) || json_number_value(v) <= 0))
-		return bad(e, "policy.weight", "must be a positive number");
+	if ((v = json_object_get(p, "weight")) && (!json_is_number(v) || json_number_value(v) < 1e-6 ||
+	    json_number_value(v) > 1e6))
+		return bad(e, "policy.weight", "must be a number from 0.000001 to 1000000");
+	if ((v = json_object_get(p, "notify")) && (!json_is_string(v) || json_string_value(v)[0] != '/'))
+		return bad(e, "policy.notify", "must be the absolute path of a program");
 	if ((v = json_object_get(p, "cost")) && (!json_is_integer(v) || json_integer_value(v) < 0))
 		return bad(e, "policy.cost", "must be a whole number >= 0");
 	return 0;
@@ -227,6 +230,7 @@ struct acceptor {
 	struct state *st;
 	struct binding b;
 	sqlite3_stmt *find, *ins_accept, *ins_run;
+	int64_t seq;   /* receipts are "<executor id>:<seq>"; the batch holds the write lock */
 };
 
 void
@@ -238,6 +242,22 @@ acceptor_free(struct acceptor *a)
 	sqlite3_finalize(a->ins_accept);
 	sqlite3_finalize(a->ins_run);
 	free(a);
+}
+
+/* Accepts rows are never deleted, so MAX(rowid) only grows: a receipt
+ * numbered past it is new. */
+static int
+last_seq(struct acceptor *a, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&a->st->db, "SELECT IFNULL(MAX(rowid), 0) FROM accepts", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	if ((rc = db_step(&a->st->db, q, e)) == 1)
+		a->seq = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
 }
 
 struct acceptor *
@@ -253,13 +273,12 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 	a->b = *b;
 	a->find = db_prep(&st->db, "SELECT content, receipt FROM accepts WHERE run_id = ?1", e);
 	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
-	    "session_id, content, receipt, accepted_at) VALUES (?1, ?2, ?3, ?4, ?5, "
-	    "printf('%s:%d', ?6, (SELECT IFNULL(MAX(rowid), 0) + 1 FROM accepts)), ?7) "
-	    "RETURNING receipt", e) : NULL;
+	    "session_id, content, receipt, accepted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+	    "ON CONFLICT(run_id) DO NOTHING", e) : NULL;
 	a->ins_run = a->ins_accept ? db_prep(&st->db, "INSERT INTO runs(run_id, txn_id, incarnation, "
 	    "session_id, program, args, env, cwd, policy, due_at, timeout_ms) "
 	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", e) : NULL;
-	if (!a->ins_run) {
+	if (!a->ins_run || last_seq(a, e) < 0) {
 		acceptor_free(a);
 		return NULL;
 	}
@@ -328,24 +347,24 @@ acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *
 {
 	sqlite3_stmt *q = a->ins_accept;
 	int64_t now = now_ms();
-	int rc = find_known(a, rs, out, receipt, n, e);
 
-	if (rc != 0)
-		return rc < 0 ? -1 : 0;
+	/* Insert first: a new run is the common case, a known id the exception. */
+	snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
 	sqlite3_reset(q);
 	db_bind_text(q, 1, rs->run_id);
 	db_bind_text(q, 2, rs->txn_id);
 	db_bind_text(q, 3, a->b.incarnation);
 	db_bind_text(q, 4, a->b.session_id);
 	db_bind_text(q, 5, rs->content);
-	db_bind_text(q, 6, a->st->executor_id);
+	db_bind_text(q, 6, receipt);
 	db_bind_i64(q, 7, now);
-	rc = db_step(&a->st->db, q, e);
-	if (rc == 1)
-		db_col_text(q, 0, receipt, n);
+	if (db_step(&a->st->db, q, e) < 0)
+		return -1;
 	sqlite3_reset(q);
-	if (rc != 1)
-		return rc < 0 ? -1 : ek_fail(e, EK_SOFTWARE, "insert returned no receipt");
+	if (sqlite3_changes(a->st->db.h) == 0)   /* accepted before: same content or not? */
+		return find_known(a, rs, out, receipt, n, e) == 1 ? 0 :
+		    ek_fail(e, EK_SOFTWARE, "run '%s': conflict without a row", rs->run_id);
+	a->seq++;
 	*out = ACCEPT_NEW;
 	return insert_run(a, rs, now, e);
 }
