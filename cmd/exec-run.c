@@ -35,6 +35,7 @@
 #include "proc.h"
 #include "result.h"
 #include "runs.h"
+#include "shares.h"
 #include "state.h"
 
 static const char PROG[] = "exec-run";
@@ -224,6 +225,8 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	if (result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED ? -1 : end->wait_status, msg, &won, e) < 0)
 		return -1;
+	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
+		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
 		return -1;
 	if (run_delete(st, r->run_id, e) < 0)
@@ -276,7 +279,9 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	if (rc > 0) {
 		crash_point("start-marker");
-		rc = run_guest(st, o, &r, &end, e);
+		rc = shares_join(st, r.run_id, r.policy, 0, NULL, e);   /* the limits file, before the guest */
+		if (rc == 0)
+			rc = run_guest(st, o, &r, &end, e);
 		if (rc == 0)
 			rc = finish(st, o, &r, &end, e);
 	}

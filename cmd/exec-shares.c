@@ -1,38 +1,293 @@
 /*
- * exec-shares — not implemented yet in this release; it answers --help and
- * --version and otherwise exits 69 (unavailable) rather than pretend.
+ * exec-shares — capacities and the bandwidth shares of running programs.
+ *
+ *   exec-shares capacity set DIMENSION VALUE   set (or lift) a capacity and
+ *                                              rewrite every affected limits file
+ *   exec-shares capacity show                  every dimension
+ *   exec-shares show RUN_ID [--destination N]  one share of one run
+ *   exec-shares list [DIMENSION]               every share (of one dimension)
+ *
+ * The rule and the cache live in libcommon/shares.h (doc/shares.md); this
+ * tool parses, calls it and prints.  Reading a stale share recomputes that
+ * share alone, so show and list may write; every write is one short
+ * BEGIN IMMEDIATE transaction, safe beside exec-run starting and ending guests.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
-#include "err.h"
+#include "jsonout.h"
+#include "runs.h"
+#include "shares.h"
+#include "state.h"
 
 static const char PROG[] = "exec-shares";
 
+enum { OPT_DESTINATION = OPT_FIRST_TOOL };
+
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "destination", required_argument, NULL, OPT_DESTINATION },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
-	"Usage: exec-shares [OPTION]...\n"
-	"Not implemented yet: exits 69.\n"
+	"Usage: exec-shares [OPTION]... capacity set DIMENSION VALUE\n"
+	"       exec-shares [OPTION]... capacity show\n"
+	"       exec-shares [OPTION]... show RUN_ID [--destination NAME]\n"
+	"       exec-shares [OPTION]... list [DIMENSION]\n"
+	"Bandwidth shares of running programs (doc/shares.md).\n"
 	"\n"
-	"  -h, --help     show this help and exit\n"
-	"      --version  show the version and exit\n";
+	"DIMENSION is 'executor' or 'dest:NAME'.  A program's share of a dimension is\n"
+	"capacity x weight / (sum of the weights of the programs running in it),\n"
+	"rounded down to whole bytes/s.\n"
+	"\n"
+	"Commands:\n"
+	"  capacity set DIMENSION VALUE  set the capacity to VALUE bytes/s, or lift it\n"
+	"                         with 'unlimited'; the limits file of every running\n"
+	"                         program of DIMENSION is rewritten at once and its\n"
+	"                         policy's notify hook run\n"
+	"  capacity show          every dimension: capacity, generation, programs\n"
+	"  show RUN_ID            the run's executor share (with --destination, its\n"
+	"                         share of that destination); only that share is\n"
+	"                         recomputed if stale\n"
+	"  list [DIMENSION]       every share of every running program (of DIMENSION)\n"
+	"\n"
+	"Options:\n"
+	"      --destination NAME show: the share of destination NAME\n"
+	"      --json             JSON Lines output (doc/json.md)\n"
+	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
+	"  -h, --help             show this help and exit\n"
+	"      --version          show the version and exit\n"
+	"\n"
+	"Exit status: 0 ok (a failing notify hook is reported, not fatal); 64 usage;\n"
+	"65 corrupt state; 66 no state directory, or the run is not running; 68 the\n"
+	"run did not declare that destination; 74 a limits file could not be\n"
+	"rewritten (the capacity is set: run it again); 75 busy; 77 unsafe\n"
+	"permissions; 78 state from another version.\n";
+
+struct opts {
+	const char *state_dir, *destination;
+	const char *cmd, *sub;
+	char **operands;
+	int noperands, json;
+};
+
+static json_t *
+bps_json(int64_t v)
+{
+	return v == SHARE_UNLIMITED ? json_null() : json_integer(v);
+}
+
+static const char *
+bps_text(int64_t v, char *buf, size_t n)
+{
+	if (v == SHARE_UNLIMITED)
+		return "unlimited";
+	snprintf(buf, n, "%lld bytes/s", (long long)v);
+	return buf;
+}
+
+static double
+weight(int64_t millionths)
+{
+	return (double)millionths / SHARE_WEIGHT_UNIT;
+}
+
+/* --- capacity ------------------------------------------------------------- */
+
+static void
+print_failures(const struct opts *o, const struct shares_note *n)
+{
+	int i;
+
+	for (i = 0; i < n->nfail; i++) {
+		if (o->json)
+			json_emit(stdout, json_pack("{s:s, s:s, s:s, s:s}", "event", "publish_failure",
+			    "run_id", n->fail[i].run_id, "what", n->fail[i].what, "detail", n->fail[i].detail));
+		fprintf(stderr, "%s: run '%s': %s: %s\n", PROG, n->fail[i].run_id, n->fail[i].what,
+		    n->fail[i].detail);
+	}
+	if (n->files_failed + n->hooks_failed > n->nfail)
+		fprintf(stderr, "%s: and %d more failures\n", PROG, n->files_failed + n->hooks_failed - n->nfail);
+}
+
+static int
+cmd_capacity_set(struct state *st, const struct opts *o, int64_t capacity, struct ek_err *e)
+{
+	const char *dim = o->operands[0];
+	struct shares_note n = { 0 };
+	int64_t gen = 0;
+	char buf[64];
+
+	if (shares_set_capacity(st, dim, capacity, 0, &gen, &n, e) < 0)
+		return -1;
+	print_failures(o, &n);
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:o, s:I, s:i, s:i, s:i, s:i}", "event", "capacity_set",
+		    "dimension", dim, "capacity_bps", bps_json(capacity), "generation", (json_int_t)gen,
+		    "rewritten", n.rewritten, "notified", n.notified, "files_failed", n.files_failed,
+		    "hooks_failed", n.hooks_failed));
+	else
+		printf("%s: capacity %s, generation %lld; %d limits files rewritten, %d hooks notified\n",
+		    dim, bps_text(capacity, buf, sizeof buf), (long long)gen, n.rewritten, n.notified);
+	if (n.files_failed)
+		return ek_fail(e, EK_IOERR, "%d limits files could not be rewritten; the capacity is set: "
+		    "run the command again", n.files_failed);
+	return 0;
+}
+
+static int
+print_dim(const struct share_dim *d, void *arg)
+{
+	const struct opts *o = arg;
+	char buf[64];
+
+	if (o->json)
+		return json_emit(stdout, json_pack("{s:s, s:o, s:I, s:I, s:f}", "dimension", d->dimension,
+		    "capacity_bps", bps_json(d->capacity), "generation", (json_int_t)d->generation,
+		    "members", (json_int_t)d->members, "total_weight", weight(d->total_weight)));
+	printf("%s %s, generation %lld, %lld running (total weight %g)\n", d->dimension,
+	    bps_text(d->capacity, buf, sizeof buf), (long long)d->generation, (long long)d->members,
+	    weight(d->total_weight));
+	return 0;
+}
+
+/* --- shares ------------------------------------------------------------------ */
+
+static int
+print_share(const struct share *s, void *arg)
+{
+	const struct opts *o = arg;
+	char a[64], b[64];
+
+	if (o->json)
+		return json_emit(stdout, json_pack("{s:s, s:s, s:o, s:o, s:f, s:f, s:I, s:b}",
+		    "run_id", s->run_id, "dimension", s->dimension, "share_bps", bps_json(s->share),
+		    "capacity_bps", bps_json(s->capacity), "weight", weight(s->weight),
+		    "total_weight", weight(s->total_weight), "generation", (json_int_t)s->generation,
+		    "recomputed", s->recomputed));
+	printf("%s %s %s (weight %g of %g, capacity %s, generation %lld)\n", s->run_id, s->dimension,
+	    bps_text(s->share, a, sizeof a), weight(s->weight), weight(s->total_weight),
+	    bps_text(s->capacity, b, sizeof b), (long long)s->generation);
+	return 0;
+}
+
+static int
+cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	char dim[SHARE_DIM_MAX + 1] = "executor";
+	struct share s;
+
+	if (o->destination)
+		snprintf(dim, sizeof dim, "dest:%s", o->destination);
+	if (shares_read(st, o->operands[0], dim, &s, e) < 0)
+		return -1;
+	return print_share(&s, (void *)o);
+}
+
+/* --- options and main ------------------------------------------------------------ */
+
+/* The command and its operands, checked; the capacity VALUE into *cap. */
+static int
+check_command(struct opts *o, int64_t *cap)
+{
+	const char *c = o->cmd;
+	int n = o->noperands;
+
+	if (o->destination && strcmp(c, "show") != 0)
+		return cli_usage_error(PROG, "--destination applies to show only");
+	if (strcmp(c, "capacity") == 0 && n >= 1 && strcmp(o->operands[0], "set") == 0) {
+		o->sub = "set";
+		o->operands++, n--;
+		if (n != 2)
+			return cli_usage_error(PROG, "capacity set needs DIMENSION and VALUE");
+		if (!share_dimension_valid(o->operands[0]))
+			return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
+			    o->operands[0]);
+		*cap = SHARE_UNLIMITED;
+		if (strcmp(o->operands[1], "unlimited") != 0 &&
+		    cli_parse_i64(o->operands[1], 0, SHARE_CAPACITY_MAX, cap) < 0)
+			return cli_usage_error(PROG, "'%.200s' is not a capacity (bytes/s from 0 to %lld, "
+			    "or 'unlimited')", o->operands[1], SHARE_CAPACITY_MAX);
+		return 0;
+	}
+	if (strcmp(c, "capacity") == 0 && n == 1 && strcmp(o->operands[0], "show") == 0)
+		return o->sub = "show", 0;
+	if (strcmp(c, "capacity") == 0)
+		return cli_usage_error(PROG, "capacity needs 'set DIMENSION VALUE' or 'show'");
+	if (strcmp(c, "show") == 0) {
+		if (n != 1)
+			return cli_usage_error(PROG, "show needs exactly one RUN_ID");
+		if (!run_id_valid(o->operands[0]))
+			return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->operands[0]);
+		if (o->destination && !run_id_valid(o->destination))
+			return cli_usage_error(PROG, "'%.200s' is not a destination name", o->destination);
+		return 0;
+	}
+	if (strcmp(c, "list") == 0) {
+		if (n > 1)
+			return cli_usage_error(PROG, "unexpected operand '%s'", o->operands[1]);
+		if (n == 1 && !share_dimension_valid(o->operands[0]))
+			return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
+			    o->operands[0]);
+		return 0;
+	}
+	return cli_usage_error(PROG, "unknown command '%s'", c);
+}
+
+static int
+parse_args(int argc, char **argv, struct opts *o, int64_t *cap)
+{
+	int c;
+
+	*o = (struct opts){ 0 };
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_HELP: fputs(USAGE, stdout); return -2;
+		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_JSON: o->json = 1; break;
+		case OPT_DESTINATION: o->destination = optarg; break;
+		default: return cli_bad_option(PROG, argv);
+		}
+	}
+	if (optind == argc)
+		return cli_usage_error(PROG, "missing command");
+	o->cmd = argv[optind++];
+	o->operands = argv + optind;
+	o->noperands = argc - optind;
+	return check_command(o, cap);
+}
+
+static int
+dispatch(struct state *st, const struct opts *o, int64_t cap, struct ek_err *e)
+{
+	if (o->sub && strcmp(o->sub, "set") == 0)
+		return cmd_capacity_set(st, o, cap, e);
+	if (o->sub)
+		return shares_dims(st, print_dim, (void *)o, e);
+	if (strcmp(o->cmd, "show") == 0)
+		return cmd_show(st, o, e);
+	return shares_list(st, o->noperands ? o->operands[0] : NULL, print_share, (void *)o, e);
+}
 
 int
 main(int argc, char **argv)
 {
-	int c;
+	struct opts o;
+	struct state st;
+	struct ek_err e = { 0 };
+	int64_t cap = 0;
+	int rc = parse_args(argc, argv, &o, &cap);
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return cli_finish(PROG, EK_OK);
-		case OPT_VERSION: cli_version(PROG); return cli_finish(PROG, EK_OK);
-		default: return cli_bad_option(PROG, argv);
-		}
-	}
-	fprintf(stderr, "%s: not implemented yet\n", PROG);
-	return EK_UNAVAILABLE;
+	if (rc)
+		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
+		return ek_report(PROG, &e);
+	rc = dispatch(&st, &o, cap, &e);
+	state_close(&st);
+	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

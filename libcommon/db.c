@@ -110,6 +110,9 @@ checkpoint_if_large(struct db *db)
 	if (snprintf(wal, sizeof wal, "%s-wal", db->path) >= (int)sizeof wal ||
 	    stat(wal, &sb) < 0 || sb.st_size < WAL_CHECKPOINT_BYTES)
 		return;
+	/* Never wait: TRUNCATE waits for readers holding the write lock, which
+	 * would stall every writer for the whole busy timeout. */
+	sqlite3_busy_timeout(db->h, 0);
 	sqlite3_wal_checkpoint_v2(db->h, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 }
 

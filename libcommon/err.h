@@ -17,6 +17,7 @@ enum {
 	EK_USAGE = EX_USAGE,          /* 64 bad option or operand */
 	EK_DATAERR = EX_DATAERR,      /* 65 bad input, corrupt state */
 	EK_NOINPUT = EX_NOINPUT,      /* 66 no such state directory, run or result */
+	EK_NODEST = EX_NOHOST,        /* 68 the run did not declare that destination */
 	EK_UNAVAILABLE = EX_UNAVAILABLE, /* 69 dispatcher unavailable / not implemented */
 	EK_SOFTWARE = EX_SOFTWARE,    /* 70 internal error */
 	EK_OSERR = EX_OSERR,          /* 71 system call failed */

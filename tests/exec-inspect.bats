@@ -160,6 +160,7 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	root=$(sql "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_runs_1'")
 	psize=$(sql "PRAGMA page_size")
 	[ -n "$root" ] && [ "$root" -gt 1 ]
+	sqlite3 "$EXEC_STATE_DIR/state.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 	[ ! -s "$EXEC_STATE_DIR/state.db-wal" ]   # every page is in state.db
 	dd if=/dev/zero of="$EXEC_STATE_DIR/state.db" bs="$psize" seek=$((root - 1)) count=1 conv=notrunc 2>/dev/null
 	run --separate-stderr exec-inspect lookup never-seen --session "$SID"
