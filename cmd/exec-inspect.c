@@ -7,6 +7,8 @@
  *   summary  the counts of every population
  *   list     one line per quarantined / unknown / retained / ... item
  *   show     everything stored about one run (the operator's view)
+ *   metrics  the summary's figures in Prometheus text format, for
+ *            node_exporter's textfile collector (written atomically)
  *
  * Invariant: nothing here writes (inspect.h: query_only, no checkpoint on
  * close), and a lookup never reads a run's program or arguments (an
@@ -27,7 +29,7 @@
 
 static const char PROG[] = "exec-inspect";
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_NUL = '0' };
+enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_NUL = '0' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -37,6 +39,7 @@ static const struct option options[] = {
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "null", no_argument, NULL, OPT_NUL },
+	{ "output", required_argument, NULL, OPT_OUTPUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -45,6 +48,7 @@ static const char USAGE[] =
 	"       exec-inspect [OPTION]... summary\n"
 	"       exec-inspect [OPTION]... list KIND [--ids | -0]\n"
 	"       exec-inspect [OPTION]... show RUN_ID\n"
+	"       exec-inspect [OPTION]... metrics [--output FILE]\n"
 	"Read stored runs without touching them.\n"
 	"\n"
 	"Commands:\n"
@@ -54,7 +58,7 @@ static const char USAGE[] =
 	"                 the caller's current session) or ABSENT (no execution row and\n"
 	"                 no retained result); needs --session naming the current session\n"
 	"  summary        counts of queued, running, quarantined, unknown, unreconciled\n"
-	"                 results and receipts\n"
+	"                 results (and the delivery attempts spent on them) and receipts\n"
 	"  list KIND      one line per item; KIND is quarantined (runs of other bindings),\n"
 	"                 unknown, retained (results not refused), refused, orphaned\n"
 	"                 (retained under a session that is not current), queued, running\n"
@@ -62,12 +66,16 @@ static const char USAGE[] =
 	"  show RUN_ID    everything stored about a run: accepted spec identity, execution\n"
 	"                 row, retained result, receipt and binding; tells acknowledged\n"
 	"                 from never recorded\n"
+	"  metrics        the summary as Prometheus text (metrics named execkit_*), for\n"
+	"                 node_exporter's textfile collector\n"
 	"\n"
 	"Options:\n"
 	"      --session SID      the current session the caller holds (lookup)\n"
 	"      --timeout-ms N     wait at most N ms for the database (default 5000)\n"
 	"      --ids              list: run ids only, one per line (for exec-report)\n"
 	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
+	"      --output FILE      metrics: replace FILE atomically (mode 0644) instead of\n"
+	"                         writing to standard output\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -79,12 +87,13 @@ static const char USAGE[] =
 	"Exit status: 0 answered (FOUND, FILTERED and ABSENT alike); 64 usage;\n"
 	"65 malformed run id, stored transaction id over 256 bytes, or damaged state;\n"
 	"66 no state directory, or show: nothing was ever recorded for the run;\n"
+	"73 metrics: cannot create the temporary file beside FILE; 74 write error;\n"
 	"75 the database stayed locked past --timeout-ms, or the executor is shutting\n"
 	"down; 77 no current session, or --session names another one (or unsafe\n"
 	"permissions); 78 state from another version.\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *arg;
+	const char *state_dir, *session, *cmd, *arg, *output;
 	int64_t timeout_ms;
 	int json, ids;
 	char sep;
@@ -207,26 +216,56 @@ cmd_lookup(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	struct summary s;
+	struct inspect_figures f;
+	const struct summary *s = &f.s;
+	json_t *j;
 
-	if (summary_read(st, &s, e) < 0)
+	if (inspect_figures(st, &f, e) < 0)
 		return -1;
 	if (o->json) {
-		json_emit(stdout, summary_json(&s));
+		if (!(j = summary_json(s)) ||
+		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.attempts)) < 0) {
+			json_decref(j);
+			return ek_fail(e, EK_OSERR, "out of memory");
+		}
+		json_emit(stdout, j);
 		return 0;
 	}
-	printf("queued: %lld runs of the current session\n", (long long)s.queued);
-	printf("running: %lld runs of the current session\n", (long long)s.started);
+	printf("queued: %lld runs of the current session\n", (long long)s->queued);
+	printf("running: %lld runs of the current session\n", (long long)s->started);
 	printf("quarantined: %lld runs of other sessions (%lld queued, %lld started)\n",
-	    (long long)s.quarantined, (long long)s.quarantined_queued, (long long)s.quarantined_started);
-	printf("unknown: %lld runs\n", (long long)s.unknown);
+	    (long long)s->quarantined, (long long)s->quarantined_queued, (long long)s->quarantined_started);
+	printf("unknown: %lld runs\n", (long long)s->unknown);
 	printf("unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
-	    "refused %lld)\n", (long long)(s.deliverable + s.earlier_session + s.refused),
-	    (long long)s.deliverable, (long long)s.earlier_session, (long long)s.refused);
-	printf("receipts: %lld\n", (long long)s.receipts);
-	if (s.oldest_unreconciled_ms)
-		printf("oldest unreconciled result chosen at: %lld ms\n", (long long)s.oldest_unreconciled_ms);
+	    "refused %lld; %lld delivery attempts so far)\n",
+	    (long long)(s->deliverable + s->earlier_session + s->refused), (long long)s->deliverable,
+	    (long long)s->earlier_session, (long long)s->refused, (long long)f.attempts);
+	printf("receipts: %lld\n", (long long)s->receipts);
+	if (s->oldest_unreconciled_ms)
+		printf("oldest unreconciled result chosen at: %lld ms\n", (long long)s->oldest_unreconciled_ms);
 	return 0;
+}
+
+/* --- metrics ---------------------------------------------------------------------- */
+
+/* The figures as Prometheus text: on stdout, or replacing --output FILE. */
+static int
+cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct inspect_figures f;
+	char *text;
+	int rc = 0;
+
+	if (inspect_figures(st, &f, e) < 0)
+		return -1;
+	if (!(text = inspect_metrics_text(&f)))
+		return ek_fail(e, EK_OSERR, "out of memory");
+	if (o->output)
+		rc = inspect_write_atomic(o->output, text, e);
+	else
+		fputs(text, stdout);
+	free(text);
+	return rc;
 }
 
 /* --- list ------------------------------------------------------------------------- */
@@ -378,11 +417,11 @@ check_operands(int argc, char **argv, struct opts *o)
 	bool lookup, needs_arg;
 
 	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (lookup, summary, list or show)");
+		return cli_usage_error(PROG, "missing command (lookup, summary, list, show or metrics)");
 	o->cmd = argv[optind++];
 	lookup = strcmp(o->cmd, "lookup") == 0;
 	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0;
-	if (!needs_arg && strcmp(o->cmd, "summary") != 0)
+	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0)
 		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
 	if (strcmp(o->cmd, "list") == 0 && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
@@ -399,6 +438,10 @@ check_operands(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--ids and -0 go with list only");
 	if (o->ids && o->json)
 		return cli_usage_error(PROG, "--ids or -0 and --json exclude each other");
+	if (o->output && strcmp(o->cmd, "metrics") != 0)
+		return cli_usage_error(PROG, "--output goes with metrics only");
+	if (o->json && strcmp(o->cmd, "metrics") == 0)
+		return cli_usage_error(PROG, "metrics writes Prometheus text; for JSON use 'summary --json'");
 	return 0;
 }
 
@@ -418,6 +461,11 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_NUL: o->ids = 1; o->sep = '\0'; break;
+		case OPT_OUTPUT:
+			if (!*optarg)
+				return cli_usage_error(PROG, "--output: empty file name");
+			o->output = optarg;
+			break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -437,6 +485,8 @@ dispatch(struct state *st, const struct opts *o, struct ek_err *e)
 		return cmd_list(st, o, e);
 	if (strcmp(o->cmd, "show") == 0)
 		return cmd_show(st, o, e);
+	if (strcmp(o->cmd, "metrics") == 0)
+		return cmd_metrics(st, o, e);
 	return cmd_summary(st, o, e);
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "binding.h"
+#include "client.h"
 #include "cli.h"
 #include "crash.h"
 #include "deliver.h"
@@ -41,7 +42,7 @@
 static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
-	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD };
+	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -55,6 +56,7 @@ static const struct option options[] = {
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
+	{ "confirmed", no_argument, NULL, OPT_CONFIRMED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -74,6 +76,8 @@ static const char USAGE[] =
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
 	"      --session SID      cancel: the current session, named by the caller\n"
 	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
+	"      --confirmed        start: the caller has just heartbeated the session, so\n"
+	"                         start does not ask the dispatcher again (exec-loop)\n"
 	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
 	"                         is committed (exec-run start uses it)\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
@@ -90,7 +94,7 @@ static const char USAGE[] =
 struct opts {
 	const char *state_dir, *session, *cmd, *run_id;
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd;
-	int json, wait;
+	int json, wait, confirmed;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -397,7 +401,10 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	int unknown, finished, live, i;
 	ssize_t n;
 
+	/* A state restored from an older copy may still believe in a session the
+	 * dispatcher has ended: confirm it before starting anything. */
 	if (session_require(st, NULL, &cur, e) < 0 ||
+	    (!o->confirmed && session_confirm(st, &cur, CLIENT_TIMEOUT_MS, e) < 0) ||
 	    run_sweep(st, &unknown, &finished, e) < 0 ||
 	    run_count_live(st, &cur.b, &live, e) < 0)
 		return -1;
@@ -522,6 +529,7 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_STATE_DIR: o->state_dir = optarg; return 0;
 	case OPT_JSON: o->json = 1; return 0;
 	case OPT_WAIT: o->wait = 1; return 0;
+	case OPT_CONFIRMED: o->confirmed = 1; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
 	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);

@@ -180,13 +180,10 @@ static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct session s;
-	json_t *ans;
 	int64_t n;
 
-	if (session_call(st, o, "POST", "/heartbeat", &ans, &s, e) < 0)
-		return -1;
-	json_decref(ans);
-	if (session_beat(st, &s.b, e) < 0 || deliverable_count(st, &n, e) < 0)
+	if (session_require(st, NULL, &s, e) < 0 || session_heartbeat(st, &s, o->timeout_ms, e) < 0 ||
+	    deliverable_count(st, &n, e) < 0)
 		return -1;
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I}", "event", "heartbeat",

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
+#include "cli.h"
 #include "client.h"
 #include "http.h"
 
@@ -71,4 +73,37 @@ client_call(const char *base, const char *method, const char *path, const char *
 		json_decref(o);
 	http_reply_free(&r);
 	return rc;
+}
+
+int
+session_heartbeat(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e)
+{
+	char path[256], cred[256], over[16] = "";
+	json_t *ans = NULL;
+	struct ek_err e2;
+	int rc;
+
+	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/v1/sessions/%s/heartbeat", s->b.session_id);
+	rc = client_call(s->dispatcher, "POST", path, cred, NULL, timeout_ms, &ans, over, e);
+	memset(cred, 0, sizeof cred);
+	json_decref(ans);
+	if (rc < 0 && over[0] && session_end(st, &s->b, over, &e2) < 0)
+		*e = e2;
+	if (rc < 0)
+		return -1;
+	return session_beat(st, &s->b, e);
+}
+
+int
+session_confirm(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e)
+{
+	int64_t age = now_ms() - s->last_beat_at;
+
+	if (session_heartbeat(st, s, timeout_ms, e) == 0)
+		return 0;
+	if (e->code == EK_UNAVAILABLE && age >= 0 && age < s->lease_ms)
+		return 0;   /* the lease still holds: keep working, results wait */
+	return -1;
 }

@@ -21,6 +21,19 @@
 int client_call(const char *base, const char *method, const char *path, const char *cred,
     json_t *body, int64_t timeout_ms, json_t **out, char *over, struct ek_err *e);
 
+struct state;
+struct session;
+
+/* Heartbeat the current session s at its dispatcher.  On success the beat
+ * is recorded; when the dispatcher says the session is over, it is ended
+ * here too (EK_NOSESSION).  0 or -1. */
+int session_heartbeat(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e);
+
+/* Make sure s is still the dispatcher's current session before starting
+ * work, by asking it.  An unreachable dispatcher is tolerated while the
+ * lease of the last successful beat still runs. */
+int session_confirm(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e);
+
 /* A string field of at most max bytes of [A-Za-z0-9._:-]; NULL if not. */
 const char *client_id_field(json_t *o, const char *key, size_t max);
 

@@ -183,6 +183,7 @@ attempt(struct state *st, const struct result *r, const struct session *s, const
 	snprintf(url, sizeof url, "%s/v1/results", s->dispatcher);
 	if (result_attempt(st, r->run_id, e) < 0)
 		return -1;
+	crash_point("attempt-counted");
 	if (http_request("POST", url, cred, r->body, r->body_len, deadline - mono_ms(), &reply, e) < 0)
 		return -1;
 	crash_point("request-sent");
@@ -257,6 +258,7 @@ deliver_result(struct state *st, const char *run_id, int max_attempts,
 		proc_self_id(owner, sizeof owner);
 		rc = result_claim(st, run_id, owner, now_ms() + (deadline_mono - mono_ms()) + 1000, e);
 		if (rc == 1) {
+			crash_point("claimed");
 			rc = attempts_loop(st, &r, max_attempts, deadline_mono, rep, e);
 			if (rep->status != DELIVERED && rep->status != DELIVER_NONE &&
 			    result_unclaim(st, run_id, owner, e) < 0)

@@ -616,3 +616,168 @@ inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *
 	*out = o;
 	return 0;
 }
+
+/* --- figures and metrics ---------------------------------------------------- */
+
+int
+inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	memset(f, 0, sizeof *f);
+	if (begin_read(st, e) < 0)
+		return -1;
+	f->read_at_ms = now_ms();
+	rc = summary_read(st, &f->s, e);
+	if (rc == 0 && !(q = db_prep(&st->db, "SELECT IFNULL(sum(attempts), 0) FROM results", e)))
+		rc = -1;
+	else if (rc == 0) {
+		if ((rc = db_step(&st->db, q, e)) == 1)
+			f->attempts = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		rc = rc < 0 ? -1 : 0;
+	}
+	end_read(st);
+	return rc;
+}
+
+/*
+ * The metrics, in the order they are written.  A family's series are its
+ * label values (NULL: one series without labels); value() reads each.
+ */
+enum fig { F_QUEUED, F_RUNNING, F_QUAR_QUEUED, F_QUAR_STARTED, F_UNKNOWN, F_DELIVERABLE,
+	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE };
+
+static const struct metric {
+	const char *name, *help, *label;
+	struct { const char *value; enum fig fig; } series[3];
+} metrics[] = {
+	{ "execkit_runs_queued", "Runs of the current session accepted and waiting to start.",
+	    NULL, { { NULL, F_QUEUED } } },
+	{ "execkit_runs_running", "Runs of the current session started and without a result yet.",
+	    NULL, { { NULL, F_RUNNING } } },
+	{ "execkit_runs_quarantined", "Runs accepted under another binding: never started, "
+	    "never deleted here.", "state", { { "queued", F_QUAR_QUEUED }, { "started", F_QUAR_STARTED } } },
+	{ "execkit_runs_unknown", "Runs whose supervisor vanished before choosing a result "
+	    "(outcome unknown, never re-run).", NULL, { { NULL, F_UNKNOWN } } },
+	{ "execkit_unreconciled_results", "Retained results not acknowledged yet, by cause.",
+	    "cause", { { "deliverable", F_DELIVERABLE }, { "earlier_session", F_EARLIER },
+	    { "refused", F_REFUSED } } },
+	{ "execkit_unreconciled_attempts", "Delivery attempts spent on the retained results "
+	    "(sum over them).", NULL, { { NULL, F_ATTEMPTS } } },
+	{ "execkit_oldest_unreconciled_age_seconds", "Age of the oldest retained result "
+	    "(since its result was chosen); 0 when none is retained.", NULL, { { NULL, F_AGE } } },
+	{ "execkit_receipts", "Receipts of acknowledged results kept until pruned.",
+	    NULL, { { NULL, F_RECEIPTS } } },
+};
+
+static double
+fig_value(const struct inspect_figures *f, enum fig which)
+{
+	const struct summary *s = &f->s;
+	int64_t age;
+
+	switch (which) {
+	case F_QUEUED: return (double)s->queued;
+	case F_RUNNING: return (double)s->started;
+	case F_QUAR_QUEUED: return (double)s->quarantined_queued;
+	case F_QUAR_STARTED: return (double)s->quarantined_started;
+	case F_UNKNOWN: return (double)s->unknown;
+	case F_DELIVERABLE: return (double)s->deliverable;
+	case F_EARLIER: return (double)s->earlier_session;
+	case F_REFUSED: return (double)s->refused;
+	case F_ATTEMPTS: return (double)f->attempts;
+	case F_RECEIPTS: return (double)s->receipts;
+	case F_AGE:
+		age = s->oldest_unreconciled_ms ? f->read_at_ms - s->oldest_unreconciled_ms : 0;
+		return age > 0 ? (double)age / 1000.0 : 0.0;
+	}
+	return 0.0;
+}
+
+char *
+inspect_metrics_text(const struct inspect_figures *f)
+{
+	char *text = NULL;
+	size_t len = 0, i, j;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m)
+		return NULL;
+	for (i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+		const struct metric *x = &metrics[i];
+
+		fprintf(m, "# HELP %s %s\n# TYPE %s gauge\n", x->name, x->help, x->name);
+		for (j = 0; j < 3 && (j == 0 || x->series[j].value); j++) {
+			if (x->label)
+				fprintf(m, "%s{%s=\"%s\"} %.15g\n", x->name, x->label, x->series[j].value,
+				    fig_value(f, x->series[j].fig));
+			else
+				fprintf(m, "%s %.15g\n", x->name, fig_value(f, x->series[j].fig));
+		}
+	}
+	if (fclose(m) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* Write all of buf to fd; 0 or -1 (errno set). */
+static int
+write_all(int fd, const char *buf, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, buf, n)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int
+inspect_write_atomic(const char *path, const char *text, struct ek_err *e)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	int fd, dfd, saved;
+
+	if (!*base)
+		return ek_fail(e, EK_USAGE, "'%s': names a directory, not a file", path);
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else   /* "/x" lives in "/" */
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (strlen(path) >= sizeof dir - 16 ||
+	    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, base) >= (int)sizeof tmp)
+		return ek_fail(e, EK_USAGE, "'%s': path too long", path);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+		return ek_fail(e, EK_CANTCREAT, "'%s': %s", tmp, strerror(errno));
+	if (fchmod(fd, 0644) < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		return ek_fail(e, EK_IOERR, "'%s': %s", tmp, strerror(saved));
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		saved = errno;
+		unlink(tmp);
+		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(saved));
+	}
+	/* The rename itself is durable once the directory is. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(dfd) < 0) {
+		saved = errno;
+		if (dfd >= 0)
+			close(dfd);
+		return ek_fail(e, EK_IOERR, "'%s': %s", dir, strerror(saved));
+	}
+	close(dfd);
+	return 0;
+}

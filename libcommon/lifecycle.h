@@ -28,6 +28,8 @@
  *   started     result      result_choose()         result-chosen / retained
  *   queued      result      result_choose()         (cancel before start)
  *   started     unknown     run_sweep()             (supervisor gone, no result)
+ *   result      —           deliver_result()        claimed
+ *   result      —           attempt()               attempt-counted
  *   result      —           deliver_result()        request-sent
  *   result      receipt     result_acked()          acked-before-release / after-release
  *   result      refused     result_refused()        refusal-before-evidence

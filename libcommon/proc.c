@@ -24,6 +24,10 @@ proc_start_time(pid_t pid)
 	/* The command name (field 2) may hold spaces and ')': skip past the last ')'. */
 	if (!(p = strrchr(buf, ')')))
 		return -1;
+	/* Field 3 is the state: a zombie (Z) or dead (X) process has finished,
+	 * even if nobody has reaped it yet. */
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return -1;
 	for (field = 2; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;

@@ -20,13 +20,49 @@ for variant in plain sanitizers; do
 	echo "== test suite ($variant)"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		make -s -j3 -C "$dir" check >/dev/null 2>&1 || status=1
-	for trs in "$dir"/tests/*.trs; do
+	for trs in "$dir"/tests/*.trs "$dir"/tests/drills/*.trs; do
 		if grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
 			echo "--- failures in ${trs%.trs}.log"
 			grep -vE '^ok ' "${trs%.trs}.log"
 		fi
 	done
 done
+
+# The crash drills' tally (tests/drills/crash-*.bats print it on fd 3).
+for dir in build build-san; do
+	[ -f "$dir/tests/drills/crash-run.log" ] || continue
+	cat "$dir"/tests/drills/crash-*.log | awk -v d="$dir" '/^# crash point /{ p++; n += $(NF-3) }
+		END { if (p) printf "== crash drills (%s): %d point runs, %d kill -9 crashes, 0 violations\n", d, p, n }'
+done
+
+# Fuzzing: each libFuzzer target (ASan + UBSan) for FUZZ_SECONDS (default
+# 45), both at once, from the committed seeds; each target is one test case.
+echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-45} s per target)"
+fuzz_pass=0
+fuzz_fail=0
+if tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1; then
+	for t in runspec classify; do
+		rm -rf "build/fuzz/corpus/$t" && mkdir -p "build/fuzz/corpus/$t"
+		build/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-45}" -print_final_stats=1 \
+			-artifact_prefix=build/fuzz/crash-$t- "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
+			>"build/fuzz/$t.log" 2>&1 &
+		echo $! >"build/fuzz/$t.pid"
+	done
+	for t in runspec classify; do
+		if wait "$(cat "build/fuzz/$t.pid")"; then
+			echo "fuzz_$t: $(sed -n 's/^stat::number_of_executed_units: *//p' "build/fuzz/$t.log") executions, no failure"
+			fuzz_pass=$((fuzz_pass + 1))
+		else
+			echo "fuzz_$t: FAILED (build/fuzz/$t.log)"
+			tail -40 "build/fuzz/$t.log"
+			fuzz_fail=$((fuzz_fail + 1))
+		fi
+	done
+else
+	echo "fuzz targets did not build (build/fuzz.log)"
+	tail -20 build/fuzz.log
+	fuzz_fail=2
+fi
 
 echo "== make distcheck (the tarball builds and passes the contract tests)"
 dist=0
@@ -35,7 +71,7 @@ make -s -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1 |
 # Count test cases; a file that errored without failing a case counts once.
 passed=0
 failed=0
-for trs in build/tests/*.trs build-san/tests/*.trs; do
+for trs in build/tests/*.trs build/tests/drills/*.trs build-san/tests/*.trs build-san/tests/drills/*.trs; do
 	[ -f "$trs" ] || continue
 	p=$(grep -cE '^:test-result: (PASS|XFAIL)' "$trs")
 	f=$(grep -cE '^:test-result: (FAIL|XPASS)' "$trs")
@@ -44,6 +80,8 @@ for trs in build/tests/*.trs build-san/tests/*.trs; do
 	failed=$((failed + f))
 done
 if [ "$dist" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+passed=$((passed + fuzz_pass))
+failed=$((failed + fuzz_fail))
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
 echo "$passed passed, $failed failed"
 exit "$status"

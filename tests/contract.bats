@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
 # Every tool follows the shared conventions: --help and --version on
-# stdout with exit 0; an unknown option exits 64 with stdout empty.
+# stdout with exit 0 and nothing on stderr; an unknown option exits 64
+# with stdout empty; the bash completion offers every long option of
+# --help; the man page exists and matches --help (docs.bats has the rule).
 
 load helpers
-
-TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect exec-shares exec-dispatcher exec-loop"
+load doclib   # TOOLS, and what --help, the man page and the completion say
 
 @test "--help prints usage on stdout, nothing on stderr, exit 0" {
 	for t in $TOOLS; do
@@ -22,6 +23,7 @@ TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect
 		run --separate-stderr "$t" --version
 		assert_success
 		[[ "$output" =~ ^$t\ \(execkit\)\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "$t --version: '$output'"
+		[ -z "$stderr" ] || fail "$t --version wrote to stderr"
 	done
 }
 
@@ -33,4 +35,24 @@ TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect
 		[[ "$stderr" == *"$t: "*"--no-such-option"* ]] || fail "$t stderr: $stderr"
 		[[ "$stderr" == *"Try '$t --help'"* ]] || fail "$t: no hint"
 	done
+}
+
+@test "the bash completion offers every long option of --help" {
+	need_completion
+	for t in $TOOLS; do
+		run complete_words "$t" --
+		assert_success
+		for o in $(help_long_options "$t"); do
+			assert_line "$o"
+		done
+	done
+}
+
+@test "each tool has a man page whose SYNOPSIS and OPTIONS match --help" {
+	for t in $TOOLS; do
+		[ -f "$MANDIR/$t.1" ] || fail "no man page $MANDIR/$t.1"
+		diff -u <(usage_lines "$t") <(man_synopsis "$MANDIR/$t.1") || fail "$t.1: SYNOPSIS"
+		diff -u <(help_long_options "$t") <(man_long_options "$MANDIR/$t.1") || fail "$t.1: OPTIONS"
+	done
+	[ -f "$MANDIR/execkit.7" ]
 }

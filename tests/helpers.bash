@@ -68,7 +68,7 @@ current_session() {
 
 # A read-only query against the real state database.
 sql() {
-	sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "$1"
+	sqlite3 -readonly -cmd '.timeout 10000' "$EXEC_STATE_DIR/state.db" "$1"
 }
 
 # spec ID [PROGRAM [ARGS-JSON [EXTRA-JSON-FIELDS]]]: one run spec line.

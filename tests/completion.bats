@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# Bash completion, in a real bash with bash-completion loaded: options come
+# from each tool's own option table (build-aux/gen-completion.sh), run ids
+# and session ids from the state directory, read-only and fast.
+
+load helpers
+load doclib
+
+setup() { need_completion; }
+
+# A state with runs in several populations under two sessions:
+#   old1 quarantined (queued under the first session), refused1 refused,
+#   kept1 retained (its reports failed), new1 and new2 queued now.
+populate() {
+	start_dispatcher
+	open_session
+	spec old1 /bin/true '[]' '"due_at":9999999999999' | exec-accept >/dev/null
+	spec refused1 | exec-accept >/dev/null           # unknown to the dispatcher
+	exec-run start --wait >/dev/null 2>&1 || true
+	fault 5xx 20
+	submit_and_accept "$(spec kept1)"
+	exec-run start --wait --budget-ms 300 >/dev/null 2>&1 || true
+	admin DELETE /admin/faults >/dev/null
+	open_session
+	{ spec new1 /bin/true '[]' '"due_at":9999999999999'; spec new2 /bin/true '[]' '"due_at":9999999999999'; } |
+		exec-accept >/dev/null
+	[ "$(exec-inspect list refused --ids)" = refused1 ]
+	[ "$(exec-inspect list retained --ids)" = kept1 ]
+}
+
+sorted() { LC_ALL=C sort; }
+
+@test "the built completion is what the generator makes from the sources now" {
+	diff <(sh "$SRC/build-aux/gen-completion.sh" "$SRC") "$COMPLETION"
+}
+
+@test "exec-run --sl<TAB> completes to --slots" {
+	run complete_words exec-run --sl
+	assert_success
+	assert_output --slots
+}
+
+@test "every long option of every tool's --help is offered, and no other" {
+	local t
+	for t in $TOOLS; do
+		run complete_words "$t" --
+		assert_success
+		diff -u <(help_long_options "$t") <(printf '%s\n' "$output" | sorted) ||
+			fail "$t: completion (+) differs from --help (-)"
+	done
+}
+
+@test "subcommands, their subcommands and list kinds come from the usage lines" {
+	run complete_words exec-session ''
+	assert_output "$(printf '%s\n' open heartbeat close show report)"
+	run complete_words exec-inspect ''
+	assert_output "$(printf '%s\n' lookup summary list show metrics)"
+	run complete_words exec-inspect --json s
+	assert_output "$(printf '%s\n' summary show)"
+	run complete_words exec-run s
+	assert_output "$(printf '%s\n' start supervise sweep)"
+	run complete_words exec-shares capacity ''
+	assert_output "$(printf '%s\n' set show)"
+	run complete_words exec-inspect list r
+	assert_output "$(printf '%s\n' retained refused running receipts)"
+	run complete_words exec-inspect summary ''   # summary takes no operand
+	assert_output ''
+}
+
+@test "exec-inspect lookup <TAB> offers the run ids of a real state" {
+	populate
+	run complete_words exec-inspect lookup ''
+	assert_success
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' kept1 new1 new2 old1 refused1)"
+	run complete_words exec-inspect lookup n
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' new1 new2)"
+	run complete_words exec-inspect show re
+	assert_output refused1
+	run complete_words exec-report k
+	assert_output kept1
+	run complete_words exec-report kept1 ''   # RUN_ID... repeats
+	assert_line new1
+	run complete_words exec-run cancel o
+	assert_output old1
+}
+
+@test "--session <TAB> offers the current session, in both spellings" {
+	populate
+	sid=$(current_session)
+	[ -n "$sid" ]
+	run complete_words exec-inspect lookup new1 --session ''
+	assert_output "$sid"
+	run complete_words exec-run cancel new1 --session=''
+	assert_output "$sid"
+	run complete_words exec-accept --session "${sid:0:6}"
+	assert_output "$sid"
+}
+
+@test "--state-dir on the command line wins over EXEC_STATE_DIR; no state offers nothing" {
+	populate
+	local dir=$EXEC_STATE_DIR
+	export HOME=$BATS_TEST_TMPDIR/home XDG_STATE_HOME=$BATS_TEST_TMPDIR/xdg
+	export EXEC_STATE_DIR=$BATS_TEST_TMPDIR/nothing-here
+	run complete_words exec-inspect lookup ''
+	assert_success
+	assert_output ''
+	run complete_words exec-inspect --state-dir "$dir" lookup o
+	assert_output old1
+	run complete_words exec-inspect --state-dir="$dir" show o
+	assert_output old1
+	run complete_words exec-inspect --state-dir "$dir" lookup old1 --session ''
+	assert_output "$(EXEC_STATE_DIR=$dir current_session)"
+}
+
+@test "completing ids is read-only and fast" {
+	populate
+	local i before after t0 t1
+	for i in $(seq 1 300); do spec "bulk$i" /bin/true '[]' '"due_at":9999999999999'; done | exec-accept >/dev/null
+	before=$(sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal 2>/dev/null)
+	t0=$(date +%s%N)
+	run complete_words exec-inspect lookup ''
+	t1=$(date +%s%N)
+	assert_success
+	[ "${#lines[@]}" -eq 305 ] || fail "offered ${#lines[@]} ids, want 305"
+	[ $(((t1 - t0) / 1000000)) -lt 3000 ] || fail "took $(((t1 - t0) / 1000000)) ms"
+	run complete_words exec-inspect lookup x --session ''
+	after=$(sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal 2>/dev/null)
+	assert_equal "$after" "$before"
+}
+
+@test "option values: directories for DIR, files for FILE, nothing for a number" {
+	mkdir -p "$BATS_TEST_TMPDIR/pick/sub-dir"
+	touch "$BATS_TEST_TMPDIR/pick/sub-file"
+	run complete_words exec-inspect --state-dir "$BATS_TEST_TMPDIR/pick/sub"
+	assert_output "$BATS_TEST_TMPDIR/pick/sub-dir"
+	run complete_words exec-inspect metrics --output "$BATS_TEST_TMPDIR/pick/sub-f"
+	assert_output "$BATS_TEST_TMPDIR/pick/sub-file"
+	run complete_words exec-run start --slots ''
+	assert_output ''
+}
+
+@test "destinations come from exec-shares, read-only: --destination, DIMENSION" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec s1 /bin/sleep '["30"]' '"policy":{"destinations":["backup","mirror"]}')"
+	exec-run start >/dev/null
+	wait_until '[ "$(exec-inspect list running --ids)" = s1 ]'
+	local before
+	before=$(sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal 2>/dev/null)
+	run complete_words exec-shares show s1 --destination ''
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' backup mirror)"
+	run complete_words exec-shares list d
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' dest:backup dest:mirror)"
+	run complete_words exec-shares capacity set ''
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' dest:backup dest:mirror executor)"
+	run complete_words exec-shares capacity set executor ''   # VALUE: a number
+	assert_output ''
+	assert_equal "$(sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal 2>/dev/null)" "$before"
+	exec-run cancel s1 --session "$(current_session)" >/dev/null
+	exec-run wait --timeout-ms 10000 >/dev/null
+}
+
+@test "no destinations when exec-shares cannot tell: nothing, quietly" {
+	export EXEC_STATE_DIR=$BATS_TEST_TMPDIR/none
+	run --separate-stderr complete_words exec-shares show x --destination ''
+	assert_success
+	assert_output ''
+	[ -z "$stderr" ]
+}

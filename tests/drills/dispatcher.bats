@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# Loss of the dispatcher.  Its store (sessions, runs, results, reports,
+# ledger) is durable: killed with SIGKILL and restarted on the same store,
+# it keeps every session and record, and results retained meanwhile are
+# recorded and charged once.  Lost for good (a new, empty store), the
+# executor's session is over: results stay retained as evidence, nothing
+# runs again.
+
+load drill
+
+@test "dispatcher killed mid-work with reports in flight, restarted on its store: every result recorded and charged once" {
+	start_dispatcher
+	open_session
+	specs=()
+	for i in 1 2 3 4 5; do specs+=("$(gspec "d$i" $((i % 3)) 1)"); done
+	submit "${specs[@]}"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start --slots 5 >/dev/null          # detached supervisors, gated guests
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 5 ]'
+	# baseline witness
+	[ "$(disp_count accepted)" = 5 ]
+	[ "$(disp_count finished)" = 0 ]
+	# the loss strikes with reports in flight: the dispatcher holds each 5 s
+	fault delay 5 5000
+	touch "$GO"
+	wait_until '[ "$(val "SELECT count(*) FROM results WHERE attempts >= 1")" -ge 3 ]'
+	fault 5xx 1000                                  # queued in memory: must not survive
+	kill_dispatcher                                 # the loss
+	exec-run wait --timeout-ms 20000                # every supervisor ends on its own
+	# witness after the loss: every result retained, none acknowledged
+	[ "$(val "SELECT count(*) FROM results WHERE refused = 0")" = 5 ]
+	[ "$(val "SELECT count(*) FROM receipts")" = 0 ]
+	run val "SELECT DISTINCT last_diag FROM results WHERE attempts > 0"
+	assert_output --partial "no answer"
+	# declared action: the dispatcher comes back on its store; a drain delivers
+	restart_dispatcher
+	exec-session heartbeat >/dev/null               # the session survived the restart
+	run exec-reconcile --drain
+	assert_success                                  # no fault came back with the restart
+	# a fresh process observes
+	for i in 1 2 3 4 5; do
+		[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'd$i'")" = 1 ]
+		[ "$(disp_charges "d$i")" = 1 ]
+		[ "$(ran "d$i")" = 1 ]
+	done
+	check --drained --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
+}
+
+@test "dispatcher killed and restarted under a running exec-loop: the loop rides it out, nothing twice" {
+	start_dispatcher
+	specs=()
+	for i in $(seq 1 12); do specs+=("$(gspec "l$i" 0 0 0.05)"); done
+	submit "${specs[@]}"
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 3 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	loop=$!
+	remember "$loop"
+	wait_until '[ "$(disp_count finished)" -ge 3 ]'   # baseline witness: work flows
+	kill_dispatcher                                   # the loss
+	wait_until 'grep -q "heartbeat failed" "$BATS_TEST_TMPDIR/loop.err"'
+	kill -0 "$loop"                                   # the loop keeps running
+	restart_dispatcher                                # declared action
+	wait_until '[ "$(disp_count finished)" = 12 ]'
+	kill -TERM "$loop"
+	wait "$loop"
+	for i in $(seq 1 12); do [ "$(ran "l$i")" = 1 ]; done
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":12' ]
+	check --drained --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
+}
+
+@test "dispatcher store lost (restarted empty): the session is over, results stay as evidence, nothing re-runs" {
+	start_dispatcher
+	open_session
+	submit "$(gspec e1)" "$(gspec e2)" "$(gspec e3 0 1)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run supervise e1 >/dev/null                 # e1 acknowledged
+	fault 5xx 3
+	exec-run supervise --budget-ms 1000 e2 >/dev/null   # e2 retained
+	kill_dispatcher
+	mv "$BATS_TEST_TMPDIR/disp.db" "$BATS_TEST_TMPDIR/disp.lost.db"
+	rm -f "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
+	restart_dispatcher                               # a new incarnation, no sessions
+	run exec-session heartbeat
+	[ "$status" -eq "$EK_NOSESSION" ] || [ "$status" -eq "$EK_PROTOCOL" ]
+	run exec-reconcile
+	[ "$status" -ne 0 ]
+	[ "$(val "SELECT count(*) FROM results WHERE run_id = 'e2' AND refused = 0")" = 1 ]   # kept
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'e3'")" = queued ]
+	exec-session open --dispatcher "$DISP_URL" >/dev/null   # a session with the new dispatcher
+	exec-run start --wait >/dev/null
+	[ "$(ran e3)" = 0 ]                              # quarantined, never run
+	[ "$(ran e1)" = 1 ]
+	[ "$(ran e2)" = 1 ]
+	run exec-report e2
+	[ "$status" -eq "$EK_NOSESSION" ]                # never sent under the new session
+	check   # the receipt of e1 names the lost incarnation: noted, not checkable
+	assert_output --partial "note incarnation"
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# The state directory keeps its secrets: modes that hold under any umask,
+# a session credential that never leaves state.db (nor the Authorization
+# header), and inputs shaped like SQL injection stored verbatim with the
+# schema untouched.
+
+load drill
+
+@test "under umask 000 the state directory is 0700 and every file in it 0600 (state.db, -wal, -shm, out/*)" {
+	umask 000
+	start_dispatcher
+	open_session
+	submit "$(gspec u1 0 1)" "$(gspec u2)" \
+		'{"run_id":"u3","txn_id":"t","program":"/bin/sh","args":["-c","echo out; echo err >&2"]}'
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start --slots 3 >/dev/null            # detached: out/supervisors.log too
+	wait_until '[ "$(val "SELECT count(*) FROM receipts")" = 2 ]'
+	# while a supervisor holds the database open
+	[ -e "$EXEC_STATE_DIR/state.db-wal" ]
+	[ -e "$EXEC_STATE_DIR/state.db-shm" ]
+	modes() {
+		stat -c '%a %n' "$EXEC_STATE_DIR" "$EXEC_STATE_DIR/out"
+		find "$EXEC_STATE_DIR" -mindepth 1 -type f -exec stat -c '%a %n' {} +
+	}
+	run modes
+	echo "$output"
+	[ "$(grep -c . <<<"$output")" -ge 10 ]          # dir, out/, db, wal, shm, log, outputs...
+	assert_line "700 $EXEC_STATE_DIR"
+	assert_line "700 $EXEC_STATE_DIR/out"
+	assert_line "600 $EXEC_STATE_DIR/state.db"
+	assert_line "600 $EXEC_STATE_DIR/state.db-wal"
+	assert_line "600 $EXEC_STATE_DIR/state.db-shm"
+	assert_line "600 $EXEC_STATE_DIR/out/supervisors.log"
+	assert_line "600 $EXEC_STATE_DIR/out/u3.stdout"
+	[ "$(grep -vc '^[67]00 ' <<<"$output")" = 0 ]
+	[ "$(grep -c '^600 ' <<<"$output")" = $(($(grep -c . <<<"$output") - 2)) ]
+	touch "$GO"
+	exec-run wait --timeout-ms 10000
+	run modes
+	[ "$(grep -c '^600 ' <<<"$output")" = $(($(grep -c . <<<"$output") - 2)) ]
+}
+
+@test "the session credential appears in no argv, environment, stderr, log or output" {
+	start_dispatcher() {   # this one logs: no --quiet
+		local portfile="$BATS_TEST_TMPDIR/disp.port" i
+		exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
+			>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+		DISP_PID=$!
+		wait_for test -s "$portfile"
+		DISP_URL="http://127.0.0.1:$(cat "$portfile")"
+	}
+	start_dispatcher
+	exec 4>"$BATS_TEST_TMPDIR/all.out"
+	specs=()
+	for i in 1 2 3; do specs+=("$(gspec "x$i" 0 1)"); done
+	submit "${specs[@]}" "$(gspec x4)"
+	fault 5xx 2                                   # failures leave diagnostics too
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 3 >&4 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	loop=$!
+	remember "$loop"
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 3 ]'
+	cred=$(val "SELECT credential FROM sessions WHERE status = 'current'")
+	[ "${#cred}" -ge 32 ]
+	# every live process of the executor: the loop, what it runs, supervisors, guests
+	for p in $loop $(pgrep -P "$loop") $(val "SELECT sup_pid FROM runs WHERE sup_pid > 0") \
+		$(val "SELECT guest_pid FROM runs WHERE guest_pid > 0"); do
+		[ -r "/proc/$p/cmdline" ] || continue
+		if grep -qaF -- "$cred" "/proc/$p/cmdline" "/proc/$p/environ"; then
+			echo "credential in the argv or environment of $p: $(tr '\0' ' ' <"/proc/$p/cmdline")"
+			false
+		fi
+		echo "$p" >>"$BATS_TEST_TMPDIR/looked"
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/looked")" -ge 7 ]      # loop + 3 supervisors + 3 guests at least
+	touch "$GO"
+	wait_until '[ "$(disp_count finished)" = 4 ]'
+	# every tool's output, human and JSON, with the session current
+	for t in "exec-session show" "exec-session report" "exec-session heartbeat" "exec-run sweep" \
+		"exec-reconcile" "exec-report x1"; do
+		$t >&4 2>&4 || true
+		$t --json >&4 2>&4 || true
+	done
+	kill -TERM "$loop"
+	wait "$loop"
+	exec-session show --json >&4 2>&4
+	exec 4>&-
+	stop_dispatcher
+	for f in "$BATS_TEST_TMPDIR/all.out" "$BATS_TEST_TMPDIR/loop.err" "$BATS_TEST_TMPDIR/disp.log" \
+		"$EXEC_STATE_DIR"/out/* "$BATS_TEST_TMPDIR/disp.db"; do
+		! grep -qaF -- "$cred" "$f" || { echo "credential found in $f"; false; }
+	done
+	[ -s "$BATS_TEST_TMPDIR/all.out" ]
+	[ -s "$EXEC_STATE_DIR/out/supervisors.log" ]
+	grep -qaF -- "$cred" "$EXEC_STATE_DIR/state.db"       # it is stored, and only there
+}
+
+@test "inputs shaped like SQL injection are stored verbatim and leave both schemas unchanged" {
+	start_dispatcher
+	open_session
+	evil="'); DROP TABLE runs;--"
+	evil2='" OR 1=1; DELETE FROM results WHERE "1"="1'
+	schema() { sqlite3 -readonly "$EXEC_STATE_DIR/state.db" .schema; sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" .schema; }
+	before=$(schema)
+	jq_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
+	e=$(jq_str "$evil")
+	e2=$(jq_str "$evil2")
+	# through the dispatcher: txn_id, args and env values
+	submit "{\"run_id\":\"sq1\",\"txn_id\":\"$e\",\"program\":\"/usr/bin/env\",\"args\":[\"-u\",\"X\"],\"env\":{\"EVIL\":\"$e\",\"EVIL2\":\"$e2\"}}"
+	exec-accept --from-dispatcher >/dev/null
+	# from stdin: the program and an argument
+	printf '%s\n' "{\"run_id\":\"sq2\",\"txn_id\":\"$e2\",\"program\":\"/no/such/$e\",\"args\":[\"$e2\"]}" |
+		exec-accept >/dev/null
+	# a run id shaped like it is refused, and nothing is written
+	run exec-accept <<<"{\"run_id\":\"x'); DROP TABLE runs;--\",\"txn_id\":\"t\",\"program\":\"/bin/true\"}"
+	[ "$status" -eq "$EK_DATAERR" ]
+	run exec-report "x'); DROP TABLE results;--"
+	[ "$status" -eq "$EK_DATAERR" ] || [ "$status" -eq "$EK_USAGE" ]
+	[ "$(val "SELECT run_id FROM accepts ORDER BY run_id" | tr '\n' ' ')" = "sq1 sq2 " ]
+	# stored verbatim
+	[ "$(val "SELECT txn_id FROM runs WHERE run_id = 'sq1'")" = "$evil" ]
+	[ "$(val "SELECT txn_id FROM runs WHERE run_id = 'sq2'")" = "$evil2" ]
+	[ "$(val "SELECT program FROM runs WHERE run_id = 'sq2'")" = "/no/such/$evil" ]
+	[ "$(val "SELECT json_extract(env, '\$.EVIL') FROM runs WHERE run_id = 'sq1'")" = "$evil" ]
+	[ "$(val "SELECT json_extract(args, '\$[0]') FROM runs WHERE run_id = 'sq2'")" = "$evil2" ]
+	exec-run start --wait >/dev/null
+	grep -qxF "EVIL=$evil" "$EXEC_STATE_DIR/out/sq1.stdout"      # the guest got it verbatim
+	grep -qxF "EVIL2=$evil2" "$EXEC_STATE_DIR/out/sq1.stdout"
+	grep -qxF "EXEC_TXN_ID=$evil" "$EXEC_STATE_DIR/out/sq1.stdout"
+	run val "SELECT message FROM results WHERE run_id = 'sq2'"
+	assert_output --partial "/no/such/$evil"
+	[ "$(schema)" = "$before" ]
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'sq1'")" = 1 ]
+	check
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bats
+# Loss of the control session while guests run: revoked, expired (by the
+# admin or by its lease running out) or replaced (by the dispatcher, or by
+# a new negotiation on this executor).  Declared outcome: the guests finish
+# once, their results are retained, delivery stops at once (at most the
+# one attempt that learned of it), nothing is charged, the old session's
+# queued runs stay quarantined, and nothing is ever sent under the new one.
+
+load drill
+
+# Three gated guests running under the current session, one run queued
+# (heartbeats along the way, so that a short lease lapses only afterwards).
+mid_work() {
+	start_dispatcher "$@"
+	open_session
+	OLD=$(current_session)
+	submit "$(gspec m1 0 1)" "$(gspec m2 1 1)" "$(gspec m3 2 1)" "$(gspec mq)"
+	exec-session heartbeat >/dev/null
+	exec-accept --from-dispatcher >/dev/null
+	exec-session heartbeat >/dev/null
+	exec-run start --slots 3 >/dev/null
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 3 ]'
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'mq'")" = queued ]   # baseline witness
+}
+
+# After the loss: release the guests and observe.
+observe() {
+	local status_word=$1 max_attempts=$2 id
+	touch "$GO"
+	wait_until '[ "$(val "SELECT count(*) FROM results")" = 3 ]'
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 0 ]'
+	for id in m1 m2 m3; do
+		[ "$(ran "$id")" = 1 ]
+		[ "$(val "SELECT refused FROM results WHERE run_id = '$id'")" = 0 ]   # retained, not refused
+		[ "$(val "SELECT attempts FROM results WHERE run_id = '$id'")" -le "$max_attempts" ]
+		[ "$(disp_charges "$id")" = 0 ]
+	done
+	# the first attempt that learns of the loss ends the session here: at most
+	# one result was sent at all (the others, racing it, at most once each)
+	[ "$(val "SELECT count(*) FROM results WHERE attempts > 1")" = 0 ]
+	[ "$(val "SELECT status FROM sessions WHERE session_id = '$OLD'")" = "$status_word" ]
+	# declared action: a new session; the old rows are quarantined
+	open_session
+	run exec-session report --json
+	assert_output --partial '"quarantined":{"total":1,'
+	assert_output --partial '"earlier_session":3'
+	exec-run start --wait >/dev/null
+	[ "$(ran mq)" = 0 ]                                # never started by the new session
+	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
+	run exec-reconcile --drain
+	for id in m1 m2 m3; do
+		run exec-report "$id"
+		[ "$status" -eq "$EK_NOSESSION" ]              # never sent under another binding
+	done
+	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]
+	run exec-run cancel --session "$(current_session)" mq
+	[ "$status" -eq "$EK_NOSESSION" ]                  # not cancellable by the new session
+	check --drained
+}
+
+@test "session revoked mid-work: results retained, delivery stops at once, nothing charged" {
+	mid_work
+	admin POST "/admin/sessions/$OLD/revoke" >/dev/null
+	observe revoked 1
+}
+
+@test "session expired by the dispatcher mid-work: the same" {
+	mid_work
+	admin POST "/admin/sessions/$OLD/expire" >/dev/null
+	observe expired 1
+}
+
+@test "session lease runs out mid-work (no heartbeat): the same" {
+	mid_work --lease-ms 2000 --heartbeat-ms 500
+	wait_until 'admin GET /admin/sessions | grep -q "\"$OLD\",\"executor_id\":\"[0-9a-f]*\",\"status\":\"expired\""'
+	observe expired 1
+}
+
+@test "session replaced by the dispatcher mid-work: the same" {
+	mid_work
+	admin POST "/admin/sessions/$OLD/replace" >/dev/null
+	observe replaced 1
+}
+
+@test "session replaced by a new negotiation here mid-work: nothing is sent at all" {
+	mid_work
+	open_session                                   # the loss: OLD becomes replaced
+	NEW=$(current_session)
+	[ "$NEW" != "$OLD" ]
+	touch "$GO"
+	wait_until '[ "$(val "SELECT count(*) FROM results")" = 3 ]'
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 0 ]'
+	for id in m1 m2 m3; do
+		[ "$(ran "$id")" = 1 ]
+		[ "$(val "SELECT attempts FROM results WHERE run_id = '$id'")" = 0 ]   # never sent
+		[ "$(disp_reports "$id")" = 0 ]
+	done
+	exec-run start --wait >/dev/null
+	[ "$(ran mq)" = 0 ]
+	run exec-session report --json
+	assert_output --partial '"quarantined":{"total":1,'
+	check --drained
+}
