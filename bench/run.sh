@@ -2,7 +2,7 @@
 # bench/run.sh [NAME...] — execkit's benchmarks, each printed beside a floor
 # measured on this machine in this same run, as a ratio (median of
 # BENCH_ROUNDS rounds).  NAME: accept-one accept-batch lookup loop-e2e
-# (default: all).  Benchmarks print figures; they assert nothing, but exit
+# drain pass (default: all).  Benchmarks print figures; they assert nothing, but exit
 # non-zero when a command under test fails.  See bench/README.md.
 set -euo pipefail
 export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
@@ -10,7 +10,7 @@ export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 B=${EXECKIT_BUILDDIR:-$top/build}
-ALL=(accept-one accept-batch lookup loop-e2e)
+ALL=(accept-one accept-batch lookup loop-e2e drain pass)
 
 usage() {
 	cat <<USAGE
@@ -29,6 +29,10 @@ Environment (defaults in brackets):
   BENCH_STANDIN_N      lookup: invocations per round of the stand-in [5]
   BENCH_LOOP_N         loop-e2e: runs per round [200]
   BENCH_LOOP_TIMEOUT   loop-e2e: seconds a round may take at most [300]
+  BENCH_DRAIN_N        drain: retained results drained per round [10000]
+  BENCH_PASS_ROWS      pass: undeliverable rows in the big state [1000000]
+  BENCH_PASS_MAX       pass: deliverable results, one pass's --max [32]
+  BENCH_PASS_N         pass: passes per state per round (mean) [5]
   BENCH_KEEP=1         keep the temporary directory
 USAGE
 }
@@ -47,12 +51,17 @@ LOOKUP_N=$(num BENCH_LOOKUP_N 200)
 STANDIN_N=$(num BENCH_STANDIN_N 5)
 LOOP_N=$(num BENCH_LOOP_N 200)
 LOOP_TIMEOUT=$(num BENCH_LOOP_TIMEOUT 300)
+DRAIN_N=$(num BENCH_DRAIN_N 10000)
+PASS_ROWS=$(num BENCH_PASS_ROWS 1000000)
+PASS_MAX=$(num BENCH_PASS_MAX 32)
+PASS_N=$(num BENCH_PASS_N 5)
+[ "$PASS_MAX" -le 256 ] || { echo "bench: BENCH_PASS_MAX='$PASS_MAX' is more than exec-reconcile's --max allows (256)" >&2; exit 64; }
 
 names=()
 for a in "$@"; do
 	case $a in
 	-h | --help) usage; exit 0 ;;
-	accept-one | accept-batch | lookup | loop-e2e) names+=("$a") ;;
+	accept-one | accept-batch | lookup | loop-e2e | drain | pass) names+=("$a") ;;
 	*) echo "bench: unknown benchmark '$a' (one of: ${ALL[*]})" >&2; exit 64 ;;
 	esac
 done
@@ -118,6 +127,7 @@ else
 	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/floor_insert" "$here/floor_insert.c" "${sq_libs[@]}"
 fi
 cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_post" "$here/floor_post.c" "${cu_libs[@]}"
+cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_drain" "$here/floor_drain.c" "${cu_libs[@]}"
 
 # --- helpers ------------------------------------------------------------------
 results=$work/results.tsv
@@ -136,9 +146,9 @@ spawn_us() {
 	echo "${out##* }"
 }
 
-start_dispatcher() {   # DIR: starts one on 127.0.0.1; sets url and port
+start_dispatcher() {   # DIR [OPTION...]: starts one on 127.0.0.1; sets url and port
 	local d=$1 i
-	"$B/exec-dispatcher" --port 0 --port-file "$d/port" --store "$d/dispatcher.db" --quiet &
+	"$B/exec-dispatcher" --port 0 --port-file "$d/port" --store "$d/dispatcher.db" --quiet "${@:2}" &
 	disp_pids+=("$!")
 	for i in $(seq 1 200); do
 		[ -s "$d/port" ] && break
@@ -147,6 +157,13 @@ start_dispatcher() {   # DIR: starts one on 127.0.0.1; sets url and port
 	[ -s "$d/port" ] || die "exec-dispatcher did not start"
 	port=$(<"$d/port")
 	url="http://127.0.0.1:$port"
+}
+
+stop_dispatcher() {   # the one start_dispatcher started last
+	local p=${disp_pids[-1]}
+	kill -TERM "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	unset 'disp_pids[-1]'
 }
 
 open_session() {   # STATE-DIR
@@ -357,6 +374,183 @@ bench_loop_e2e() {
 	o=$(median "$d/ours")
 	f=$(median "$d/floor")
 	row "loop-e2e, $LOOP_N x /bin/true, 4 slots" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" "-"
+}
+
+# --- 5. drain ------------------------------------------------------------------------
+sq() { sqlite3 -batch -init /dev/null -bail "$@"; }   # DB [SQL]: the sqlite3 shell, quiet
+
+T0=1764500000000   # chosen_at of retained result PREFIX-i is T0 + i (floor_drain.c does the same)
+
+submit_chunked() {   # PREFIX N: POST /admin/runs with runs PREFIX-1..PREFIX-N, 1000 a request
+	local from to
+	for ((from = 1; from <= $2; from += 1000)); do
+		to=$((from + 999 < $2 ? from + 999 : $2))
+		awk -v p="$1" -v a="$from" -v b="$to" 'BEGIN { printf "{\"runs\":["
+			for (i = a; i <= b; i++)
+				printf "%s{\"run_id\":\"%s-%d\",\"txn_id\":\"%s-t%d\",\"program\":\"/bin/true\"}", (i > a ? "," : ""), p, i, p, i
+			print "]}" }' >"$work/submit.json"
+		curl -sS --fail --max-time 60 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+			--data-binary "@$work/submit.json" >/dev/null || die "POST /admin/runs failed"
+	done
+}
+
+accept_all() {   # STATE-DIR N: exec-accept --from-dispatcher until N runs are accepted
+	local i n=0
+	for ((i = 0; i < $2 / 1000 + 5; i++)); do
+		"$B/exec-accept" --state-dir "$1" --from-dispatcher --max 1000 >/dev/null ||
+			die "exec-accept --from-dispatcher failed ($1)"
+		n=$(sq "$1/state.db" "SELECT count(*) FROM accepts")
+		[ "$n" -lt "$2" ] || return 0
+	done
+	die "only $n of $2 runs accepted in $1"
+}
+
+# retain STATE-DIR PREFIX: for every accepted run PREFIX-i of the current
+# session, the retained result exec-run would have stored for a run that
+# exited 0 (chosen_at T0 + i, body byte for byte as result.c builds it),
+# without running a guest; the runs rows and any receipts of them go.
+retain() {
+	local lo="$2-" hi="$2."   # '.' follows '-': the range is the prefix, through the primary key
+	sq "$1/state.db" >/dev/null <<SQL || die "retaining results in $1 failed"
+BEGIN;
+DELETE FROM receipts WHERE run_id > '$lo' AND run_id < '$hi';
+DELETE FROM runs WHERE run_id > '$lo' AND run_id < '$hi';
+INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, wait_status, message, chosen_at, body)
+SELECT a.run_id, a.incarnation, a.session_id, 'exited', 0, 0, 'exited with status 0', a.c,
+	CAST(printf('{"run_id":"%s","incarnation":"%s","session_id":"%s","outcome":"exited","exit_code":0,"wait_status":0,"message":"exited with status 0","chosen_at":%d}',
+		a.run_id, a.incarnation, a.session_id, a.c) AS BLOB)
+FROM (SELECT run_id, incarnation, session_id, $T0 + CAST(substr(run_id, ${#lo} + 1) AS INTEGER) AS c
+	FROM accepts WHERE run_id > '$lo' AND run_id < '$hi') a
+JOIN sessions s ON s.incarnation = a.incarnation AND s.session_id = a.session_id AND s.status = 'current';
+COMMIT;
+SQL
+}
+
+deliverable() {   # STATE-DIR PREFIX: retained results PREFIX-* not refused
+	sq "$1/state.db" "SELECT count(*) FROM results WHERE run_id > '$2-' AND run_id < '$2.' AND refused = 0"
+}
+
+drain_setup() {   # DIR N: a dispatcher, and a state in DIR/state retaining N results for it
+	mkdir -p "$1"
+	start_dispatcher "$1" --lease-ms 3600000
+	open_session "$1/state"
+	submit_chunked drain "$2"
+	accept_all "$1/state" "$2"
+	retain "$1/state" drain
+	[ "$(deliverable "$1/state" drain)" -eq "$2" ] || die "$1/state does not retain $2 results"
+}
+
+drain_check() {   # DIR N: nothing left to deliver, and the dispatcher recorded N results
+	local left sum
+	left=$(deliverable "$1/state" drain)
+	[ "$left" -eq 0 ] || die "exec-reconcile --drain left $left results in $1/state"
+	sum=$(curl -sS --fail --max-time 10 "$url/admin/summary") || die "GET /admin/summary failed"
+	[[ $sum =~ \"results\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -eq "$2" ] ||
+		die "the dispatcher did not record $2 results: $sum"
+}
+
+bench_drain() {
+	local d=$work/drain r us out n
+	mkdir -p "$d"
+	local -a drain=("$B/exec-reconcile" --drain --budget-ms 600000 --state-dir)
+	for ((r = 1; r <= ROUNDS; r++)); do
+		# Ours: exec-reconcile --drain, from its start, of N retained results.
+		drain_setup "$d/ours-$r" "$DRAIN_N"
+		us=$(spawn_us 1 -- "${drain[@]}" "$d/ours-$r/state")
+		drain_check "$d/ours-$r" "$DRAIN_N"
+		calc '%.1f\n' "$DRAIN_N / ($us / 1e6)" >>"$d/ours"
+		stop_dispatcher
+		# Floor: the same bodies (but for the binding) to a fresh dispatcher.
+		mkdir -p "$d/floor-$r"
+		start_dispatcher "$d/floor-$r" --lease-ms 3600000
+		submit_chunked drain "$DRAIN_N"
+		out=$("$bin/floor_drain" "$url" "$DRAIN_N" "$T0") || die "floor_drain failed"
+		echo "${out##* }" >>"$d/floor"
+		stop_dispatcher
+		rm -rf "$d/ours-$r" "$d/floor-$r"
+	done
+	local o f
+	o=$(median "$d/ours")
+	f=$(median "$d/floor")
+	row "drain, $DRAIN_N results, vs libcurl keep-alive" "$o results/s" "$f results/s" "$(ratio "$o" "$f")" ">= 0.8x"
+	# Where the time goes: syncs on our side per result (floor_drain makes
+	# none), over a drain of up to 1000 results under strace.
+	n=$((DRAIN_N < 1000 ? DRAIN_N : 1000))
+	drain_setup "$d/strace" "$n"
+	strace -f -c -e trace=fdatasync,fsync,sendto,write -o "$d/strace.ours" "${drain[@]}" "$d/strace/state" >/dev/null ||
+		die "exec-reconcile --drain under strace failed"
+	drain_check "$d/strace" "$n"
+	stop_dispatcher
+	row "drain: client fsync+fdatasync per result" "$(calc '%.2f' "$(syncs "$d/strace.ours") / $n")" "0" "-" "-"
+}
+
+# --- 6. pass --------------------------------------------------------------------------
+bench_pass() {
+	local d=$work/pass r i s us inc sid left
+	mkdir -p "$d"
+	start_dispatcher "$d" --lease-ms 3600000
+	for s in big none; do
+		open_session "$d/$s"
+		submit_chunked "pass-$s" "$PASS_MAX"
+		accept_all "$d/$s" "$PASS_MAX"
+	done
+	inc=$(sq "$d/big/state.db" "SELECT incarnation FROM sessions WHERE status='current'")
+	sid=$(sq "$d/big/state.db" "SELECT session_id FROM sessions WHERE status='current'")
+	if [ -z "$inc" ] || [ -z "$sid" ]; then die "cannot read the session of $d/big"; fi
+	# Undeliverable, and older than every deliverable result (so a selection
+	# that did not skip them would meet them first): odd rows refused under
+	# the current binding, even rows bound to an earlier, replaced session.
+	sq "$d/big/state.db" >/dev/null <<SQL || die "generating $PASS_ROWS rows failed"
+PRAGMA synchronous=OFF; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;
+BEGIN;
+INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, ended_at, lease_ms, heartbeat_ms)
+	VALUES ('inc-00000000000be7c5', 'ses-00000000000be7c5', 'http://127.0.0.1:9', '-', 'replaced',
+	1764400000000, 1764400001000, 30000, 2000);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $PASS_ROWS)
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT printf('old-%07d', i), printf('txn-%07d', i),
+	CASE WHEN i % 2 THEN '$inc' ELSE 'inc-00000000000be7c5' END,
+	CASE WHEN i % 2 THEN '$sid' ELSE 'ses-00000000000be7c5' END,
+	printf('{"args":[],"program":"/bin/true","run_id":"old-%07d","txn_id":"txn-%07d"}', i, i),
+	printf('old:%d', i), 1764400000000 + i FROM c;
+INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, wait_status, message, chosen_at, body,
+	attempts, last_attempt_at, refused, refused_cause, last_diag)
+SELECT run_id, incarnation, session_id, 'exited', 0, 0, 'exited with status 0', accepted_at + 5,
+	CAST(printf('{"run_id":"%s","incarnation":"%s","session_id":"%s","outcome":"exited","exit_code":0,"wait_status":0,"message":"exited with status 0","chosen_at":%d}',
+		run_id, incarnation, session_id, accepted_at + 5) AS BLOB),
+	CASE WHEN session_id = '$sid' THEN 1 ELSE 0 END, CASE WHEN session_id = '$sid' THEN accepted_at + 10 END,
+	session_id = '$sid', CASE WHEN session_id = '$sid' THEN 'unknown_run' END,
+	CASE WHEN session_id = '$sid' THEN 'HTTP 404: refused: {"error":"unknown_run"}' END
+FROM accepts WHERE run_id > 'old-' AND run_id < 'old.';
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+SQL
+	# A warm-up pass each: the dispatcher records these results now, so
+	# every measured pass gets "duplicate" answers alike (a full round trip,
+	# a report row on the dispatcher, and the receipt on ours).
+	local -a pass=("$B/exec-reconcile" --max "$PASS_MAX" --state-dir)
+	for s in big none; do
+		retain "$d/$s" "pass-$s"
+		spawn_us 1 -- "${pass[@]}" "$d/$s" >/dev/null
+	done
+	for ((r = 1; r <= ROUNDS; r++)); do
+		: >"$d/big.r" && : >"$d/none.r"
+		for ((i = 1; i <= PASS_N; i++)); do
+			for s in big none; do
+				retain "$d/$s" "pass-$s"
+				[ "$(deliverable "$d/$s" "pass-$s")" -eq "$PASS_MAX" ] || die "$d/$s does not retain $PASS_MAX results"
+				spawn_us 1 -- "${pass[@]}" "$d/$s" >>"$d/$s.r"
+				left=$(deliverable "$d/$s" "pass-$s")
+				[ "$left" -eq 0 ] || die "the pass left $left of $PASS_MAX results in $d/$s"
+			done
+		done
+		for s in big none; do awk '{ s += $1 } END { print s / NR }' "$d/$s.r" >>"$d/$s.us"; done
+	done
+	local b n
+	b=$(median "$d/big.us")
+	n=$(median "$d/none.us")
+	row "pass (--max $PASS_MAX), $PASS_ROWS undeliverable vs none" "$(ms "$b")" "$(ms "$n")" "$(ratio "$b" "$n")" "<= 1.2x"
+	stop_dispatcher
 }
 
 echo "execkit benchmarks: build $B, $ROUNDS rounds (median), work dir $work" >&2

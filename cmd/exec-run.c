@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -313,7 +314,11 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 		"--grace-ms", grace, "--max-output", maxout, "--ready-fd", readyfd, NULL,
 		"supervise", "--", (char *)run_id, NULL };
 
-	fcntl(ready, F_SETFD, 0);   /* the one descriptor the supervisor inherits */
+	/* A detached supervisor holds none of its starter's descriptors (a
+	 * caller waiting for a pipe to close would wait for the guest too);
+	 * the ready pipe is the one it inherits. */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	fcntl(ready, F_SETFD, 0);
 	snprintf(readyfd, sizeof readyfd, "%d", ready);
 	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
 	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);

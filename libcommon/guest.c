@@ -1,6 +1,7 @@
 /* guest — see guest.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,6 +86,8 @@ child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, i
 	int sig, ec;
 
 	setpgid(0, 0);
+	/* The guest inherits stdin, stdout and stderr only. */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);

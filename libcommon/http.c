@@ -13,10 +13,10 @@ static struct {
 	void *lib;
 	CURLcode (*global_init)(long);
 	CURL *(*init)(void);
+	void (*reset)(CURL *);
 	CURLcode (*setopt)(CURL *, CURLoption, ...);
 	CURLcode (*perform)(CURL *);
 	CURLcode (*getinfo)(CURL *, CURLINFO, ...);
-	void (*cleanup)(CURL *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
 	const char *(*strerror)(CURLcode);
@@ -31,15 +31,15 @@ load_curl(struct ek_err *e)
 		return ek_fail(e, EK_UNAVAILABLE, "cannot load libcurl: %s", dlerror());
 	*(void **)&cu.global_init = dlsym(cu.lib, "curl_global_init");
 	*(void **)&cu.init = dlsym(cu.lib, "curl_easy_init");
+	*(void **)&cu.reset = dlsym(cu.lib, "curl_easy_reset");
 	*(void **)&cu.setopt = dlsym(cu.lib, "curl_easy_setopt");
 	*(void **)&cu.perform = dlsym(cu.lib, "curl_easy_perform");
 	*(void **)&cu.getinfo = dlsym(cu.lib, "curl_easy_getinfo");
-	*(void **)&cu.cleanup = dlsym(cu.lib, "curl_easy_cleanup");
 	*(void **)&cu.slist_append = dlsym(cu.lib, "curl_slist_append");
 	*(void **)&cu.slist_free_all = dlsym(cu.lib, "curl_slist_free_all");
 	*(void **)&cu.strerror = dlsym(cu.lib, "curl_easy_strerror");
-	if (!cu.global_init || !cu.init || !cu.setopt || !cu.perform || !cu.getinfo ||
-	    !cu.cleanup || !cu.slist_append || !cu.slist_free_all || !cu.strerror) {
+	if (!cu.global_init || !cu.init || !cu.reset || !cu.setopt || !cu.perform || !cu.getinfo ||
+	    !cu.slist_append || !cu.slist_free_all || !cu.strerror) {
 		dlclose(cu.lib);
 		cu.lib = NULL;
 		return ek_fail(e, EK_UNAVAILABLE, "libcurl.so.4 lacks an expected function");
@@ -107,6 +107,21 @@ set_options(CURL *c, const char *method, const char *url, const void *body, size
 	}
 }
 
+/* One handle per process, reset before each request: its connection cache
+ * keeps the connection to the dispatcher open across the requests of a
+ * reconciliation pass or a drain. */
+static CURL *
+handle(void)
+{
+	static CURL *c;
+
+	if (c)
+		cu.reset(c);
+	else
+		c = cu.init();
+	return c;
+}
+
 int
 http_request(const char *method, const char *url, const char *bearer,
     const void *body, size_t len, int64_t timeout_ms, struct http_reply *r, struct ek_err *e)
@@ -118,7 +133,7 @@ http_request(const char *method, const char *url, const char *bearer,
 	memset(r, 0, sizeof *r);
 	if (load_curl(e) < 0)
 		return -1;
-	if (!(c = cu.init()))
+	if (!(c = handle()))
 		return ek_fail(e, EK_OSERR, "curl_easy_init failed");
 	h = headers_for(bearer, body != NULL);
 	set_options(c, method, url, body, len, timeout_ms, h, r);
@@ -132,7 +147,6 @@ http_request(const char *method, const char *url, const char *bearer,
 	}
 	if (!r->body && (r->body = malloc(1)))
 		r->body[0] = '\0';
-	cu.cleanup(c);
 	cu.slist_free_all(h);
 	return 0;
 }
