@@ -477,7 +477,7 @@ bench_drain() {
 	# none), over a drain of up to 1000 results under strace.
 	n=$((DRAIN_N < 1000 ? DRAIN_N : 1000))
 	drain_setup "$d/strace" "$n"
-	strace -f -c -e trace=fdatasync,fsync,sendto,write -o "$d/strace.ours" "${drain[@]}" "$d/strace/state" >/dev/null ||
+	strace -f -w -c -e trace=fdatasync,fsync,sendto,write -o "$d/strace.ours" "${drain[@]}" "$d/strace/state" >/dev/null ||
 		die "exec-reconcile --drain under strace failed"
 	drain_check "$d/strace" "$n"
 	stop_dispatcher

@@ -284,9 +284,12 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	if (rc > 0) {
 		crash_point("start-marker");
-		rc = shares_join(st, r.run_id, r.policy, 0, NULL, e);   /* the limits file, before the guest */
-		if (rc == 0)
-			rc = run_guest(st, o, &r, &end, e);
+		/* The limits file, before the guest.  A failure here is reported but
+		 * does not stop a started run: that would only make it unknown. */
+		if (shares_join(st, r.run_id, r.policy, 0, NULL, e) < 0)
+			ek_report(PROG, e);
+		ek_clear(e);
+		rc = run_guest(st, o, &r, &end, e);
 		if (rc == 0)
 			rc = finish(st, o, &r, &end, e);
 	}

@@ -46,7 +46,7 @@ struct rows {
 	size_t n, cap;
 };
 
-enum sel { SEL_ONE, SEL_DIM, SEL_ALL, SEL_AFFECTED };
+enum sel { SEL_ONE, SEL_DIM, SEL_ALL, SEL_AFFECTED, SEL_JOINED };
 
 /* The row shape; NOTIFY is the last column (publication reads the hook). */
 #define SHARE_SELECT(NOTIFY) "SELECT m.run_id, m.dimension, m.weight, d.capacity, " \
@@ -63,6 +63,12 @@ static const char *const select_sql[] = {
 	[SEL_ALL] = SHARE_SELECT(NO_NOTIFY) "ORDER BY m.run_id, m.dimension",
 	[SEL_AFFECTED] = SHARE_SELECT(NOTIFY) "WHERE m.run_id IN (SELECT run_id FROM share_members "
 	    "WHERE dimension IN (SELECT value FROM json_each(?3))) ORDER BY m.run_id, m.dimension",
+	/* Self (?1) and the members of those of ?3 that have a capacity: in an
+	 * unlimited dimension a join or a leave changes nobody else's limit. */
+	[SEL_JOINED] = SHARE_SELECT(NOTIFY) "WHERE m.run_id = ?1 OR m.run_id IN (SELECT run_id "
+	    "FROM share_members WHERE dimension IN (SELECT j.value FROM json_each(?3) j "
+	    "JOIN share_dims sd ON sd.dimension = j.value WHERE sd.capacity IS NOT NULL)) "
+	    "ORDER BY m.run_id, m.dimension",
 };
 
 /* See shares.h. */
@@ -526,13 +532,14 @@ hooks_run(struct state *st, struct pub *pubs, size_t n, const char *skip, struct
 /* --- publish ------------------------------------------------------------------ */
 
 /* Recompute what dims changed, under the lock; rows get every share of
- * every member of dims. */
+ * self and of every member of the limited ones of dims. */
 static int
-publish_collect(struct state *st, const char *dims, struct rows *r, struct ek_err *e)
+publish_collect(struct state *st, enum sel sel, const char *self, const char *dims, struct rows *r,
+    struct ek_err *e)
 {
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	if (rows_fresh_in_write(st, SEL_AFFECTED, NULL, NULL, dims, r, e) < 0) {
+	if (rows_fresh_in_write(st, sel, self, NULL, dims, r, e) < 0) {
 		db_rollback(&st->db);
 		return -1;
 	}
@@ -580,7 +587,8 @@ publish(struct state *st, json_t *dims, const char *self, bool leaving, struct s
 		return ek_fail(e, EK_OSERR, "out of memory");
 	if ((lock = lock_limits(st, e)) < 0)
 		goto out;
-	if (publish_collect(st, dimtext, &r, e) == 0 &&
+	/* A capacity change (no self) touches every member of its dimension. */
+	if (publish_collect(st, self ? SEL_JOINED : SEL_AFFECTED, self, dimtext, &r, e) == 0 &&
 	    ((pubs = pubs_build(st, &r, &n)) || !ek_fail(e, EK_OSERR, "out of memory")))
 		rc = publish_files(pubs, n, leaving ? NULL : self, note, e);
 	if (rc == 0 && leaving && shares_limits_path(st, self, path, sizeof path) == 0 &&

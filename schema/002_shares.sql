@@ -53,16 +53,18 @@ CREATE TABLE share_cache (
 ) STRICT, WITHOUT ROWID;
 
 -- Invariant 1: joining or leaving bumps the generation of that dimension only.
+-- In a dimension without a capacity every share is unlimited whoever runs,
+-- so joining and leaving invalidate nothing there (and rewrite no file).
 CREATE TRIGGER share_join AFTER INSERT ON share_members
 BEGIN
 	INSERT OR IGNORE INTO share_dims(dimension) VALUES (NEW.dimension);
-	UPDATE share_dims SET generation = generation + 1, members = members + 1,
+	UPDATE share_dims SET generation = generation + (capacity IS NOT NULL), members = members + 1,
 		total_weight = total_weight + NEW.weight
 	WHERE dimension = NEW.dimension;
 END;
 CREATE TRIGGER share_leave AFTER DELETE ON share_members
 BEGIN
-	UPDATE share_dims SET generation = generation + 1, members = members - 1,
+	UPDATE share_dims SET generation = generation + (capacity IS NOT NULL), members = members - 1,
 		total_weight = total_weight - OLD.weight
 	WHERE dimension = OLD.dimension;
 END;
