@@ -43,14 +43,14 @@ for dir in build build-san; do
 done
 
 # Fuzzing: each libFuzzer target (ASan + UBSan) for FUZZ_SECONDS (default
-# 30), both at once, from the committed seeds; each target is one test case.
-echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-30} s per target)"
+# 20), both at once, from the committed seeds; each target is one test case.
+echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target)"
 fuzz_pass=0
 fuzz_fail=0
 if tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1; then
 	for t in runspec classify; do
 		rm -rf "build/fuzz/corpus/$t" && mkdir -p "build/fuzz/corpus/$t"
-		build/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 \
+		build/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 \
 			-artifact_prefix=build/fuzz/crash-$t- "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
 			>"build/fuzz/$t.log" 2>&1 &
 		echo $! >"build/fuzz/$t.pid"
