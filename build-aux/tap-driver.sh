@@ -1,4 +1,5 @@
 #! /bin/sh
+# shellcheck disable=SC2320,SC2172 # vendored from automake unchanged but for this line
 # Copyright (C) 2011-2021 Free Software Foundation, Inc.
 #
 # This program is free software; you can redistribute it and/or modify
