@@ -171,11 +171,7 @@ session_beat(struct state *st, const struct binding *b, struct ek_err *e)
 	db_bind_i64(q, 1, now_ms());
 	db_bind_text(q, 2, b->incarnation);
 	db_bind_text(q, 3, b->session_id);
-	if (db_exec_stmt(&st->db, q, e) < 0) {
-		db_rollback(&st->db);
-		return -1;
-	}
-	return db_commit(&st->db, e);
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int

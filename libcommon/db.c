@@ -219,6 +219,19 @@ db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e)
 	return rc < 0 ? -1 : 0;
 }
 
+int
+db_commit_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e)
+{
+	int changes;
+
+	if (db_exec_stmt(db, st, e) < 0) {
+		db_rollback(db);
+		return -1;
+	}
+	changes = sqlite3_changes(db->h);
+	return db_commit(db, e) < 0 ? -1 : changes;
+}
+
 void
 db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n)
 {

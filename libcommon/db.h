@@ -55,6 +55,11 @@ void db_bind_i64(sqlite3_stmt *st, int i, int64_t v);
 /* Step a statement that returns no row; finalize it. 0 or -1 (e filled). */
 int db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 
+/* Finish a write of one statement: step st inside the transaction the
+ * caller began, finalize it, commit; roll back on failure.  Returns the
+ * number of rows st changed, or -1 (e filled). */
+int db_commit_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
+
 /* Step once: 1 = row, 0 = done, -1 = error (e filled). */
 int db_step(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 

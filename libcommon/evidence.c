@@ -113,10 +113,7 @@ receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e)
 		return -1;
 	}
 	db_bind_i64(q, 1, now_ms() - age_ms);
-	if (db_exec_stmt(&st->db, q, e) < 0) {
-		db_rollback(&st->db);
+	if ((*n = db_commit_stmt(&st->db, q, e)) < 0)
 		return -1;
-	}
-	*n = sqlite3_changes(st->db.h);
-	return db_commit(&st->db, e);
+	return 0;
 }

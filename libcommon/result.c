@@ -139,17 +139,6 @@ result_free(struct result *r)
 	r->body = NULL;
 }
 
-/* One UPDATE/INSERT/DELETE in its own write transaction. */
-static int
-write_stmt(struct state *st, sqlite3_stmt *q, struct ek_err *e)
-{
-	if (db_exec_stmt(&st->db, q, e) < 0) {
-		db_rollback(&st->db);
-		return -1;
-	}
-	return db_commit(&st->db, e);
-}
-
 int
 result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e)
 {
@@ -183,7 +172,7 @@ result_claim(struct state *st, const char *run_id, const char *owner, int64_t un
 	db_bind_text(q, 1, owner);
 	db_bind_i64(q, 2, until);
 	db_bind_text(q, 3, run_id);
-	return write_stmt(st, q, e) < 0 ? -1 : 1;
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 1;
 fail:
 	db_rollback(&st->db);
 	return -1;
@@ -204,7 +193,7 @@ result_unclaim(struct state *st, const char *run_id, const char *owner, struct e
 	}
 	db_bind_text(q, 1, run_id);
 	db_bind_text(q, 2, owner);
-	return write_stmt(st, q, e);
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int
@@ -222,7 +211,7 @@ result_attempt(struct state *st, const char *run_id, struct ek_err *e)
 	}
 	db_bind_i64(q, 1, now_ms());
 	db_bind_text(q, 2, run_id);
-	return write_stmt(st, q, e);
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int
@@ -282,7 +271,7 @@ set_diag(struct state *st, const char *run_id, bool refuse, const char *cause,
 	db_bind_text(q, 4, run_id);
 	if (refuse)
 		crash_point("refusal-before-evidence");
-	return write_stmt(st, q, e);
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int

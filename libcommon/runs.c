@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "crash.h"
 #include "proc.h"
 #include "runs.h"
 
@@ -442,24 +441,6 @@ run_free(struct run *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Run one write statement in its own transaction; return changes() or -1. */
-static int
-write_one(struct state *st, sqlite3_stmt *q, const char *crash_before, struct ek_err *e)
-{
-	int changes;
-
-	if (db_step(&st->db, q, e) < 0) {
-		sqlite3_finalize(q);
-		db_rollback(&st->db);
-		return -1;
-	}
-	sqlite3_finalize(q);
-	changes = sqlite3_changes(st->db.h);
-	if (crash_before)
-		crash_point(crash_before);
-	return db_commit(&st->db, e) < 0 ? -1 : changes;
-}
-
 int
 run_mark_started(struct state *st, const char *run_id, const struct binding *b,
     pid_t sup_pid, int64_t sup_start, struct ek_err *e)
@@ -487,7 +468,7 @@ run_mark_started(struct state *st, const char *run_id, const struct binding *b,
 	db_bind_text(q, 5, run_id);
 	db_bind_text(q, 6, b->incarnation);
 	db_bind_text(q, 7, b->session_id);
-	return write_one(st, q, NULL, e);
+	return db_commit_stmt(&st->db, q, e);
 }
 
 int
@@ -504,7 +485,7 @@ run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *
 	}
 	db_bind_i64(q, 1, guest);
 	db_bind_text(q, 2, run_id);
-	return write_one(st, q, NULL, e) < 0 ? -1 : 0;
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int
@@ -522,7 +503,7 @@ run_delete(struct state *st, const char *run_id, struct ek_err *e)
 		return -1;
 	}
 	db_bind_text(q, 1, run_id);
-	return write_one(st, q, NULL, e) < 0 ? -1 : 0;
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
 int

@@ -350,3 +350,13 @@ load helpers
 	run exec-run frobnicate
 	[ "$status" -eq "$EK_USAGE" ]
 }
+
+@test "the guest inherits stdin, stdout and stderr only, not its caller's descriptors" {
+	# dash keeps its own descriptors at 10 and up: look at 3 to 9
+	ready fds /bin/sh '["-c","for n in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$n ] && echo $n; done; echo end"]'
+	exec 7>"$BATS_TEST_TMPDIR/held"        # a descriptor the caller holds open
+	run exec-run supervise fds             # no starter in between: the guest's own guard
+	exec 7>&-
+	assert_success
+	[ "$(cat "$EXEC_STATE_DIR/out/fds.stdout")" = end ]
+}
