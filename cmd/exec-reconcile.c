@@ -70,8 +70,11 @@ struct opts {
 	int json, drain;
 };
 
+#define PASS_MAX 256   /* the most --max allows */
+
 struct pass {
-	char ids[256][RUN_ID_MAX + 1];
+	char ids[PASS_MAX][RUN_ID_MAX + 1];
+	struct deliver_report reps[PASS_MAX];
 	int n, delivered, refused, waiting;
 	bool session_over;
 };
@@ -110,25 +113,27 @@ static int
 run_pass(struct state *st, const struct opts *o, const struct binding *b, int64_t deadline,
     struct pass *p, struct ek_err *e)
 {
-	struct deliver_report r;
+	struct deliver_report *r = p->reps;
+	const char *ids[PASS_MAX];
 	int i;
 
 	if (select_batch(st, b, (int)o->max, p, e) < 0)
 		return -1;
-	for (i = 0; i < p->n && mono_ms() < deadline; i++) {
-		if (deliver_result(st, p->ids[i], DELIVER_MAX_ATTEMPTS, deadline, &r, e) < 0)
-			return -1;
-		print_one(o, p->ids[i], &r);
-		p->delivered += r.status == DELIVERED;
-		p->refused += r.status == DELIVER_REFUSED;
-		p->waiting += r.status == DELIVER_FAILED || r.status == DELIVER_BUSY;
-		if (r.status == DELIVER_SESSION_OVER) {
-			p->session_over = true;   /* stop at once: no authority left */
-			break;
-		}
+	for (i = 0; i < p->n; i++)
+		ids[i] = p->ids[i];
+	if (p->n == 0 || mono_ms() >= deadline) {
+		p->waiting = p->n;
+		return 0;
 	}
-	if (!p->session_over)
-		p->waiting += p->n - i;   /* not reached before the deadline */
+	if (deliver_batch(st, ids, p->n, DELIVER_MAX_ATTEMPTS, deadline, r, e) < 0)
+		return -1;
+	for (i = 0; i < p->n; i++) {
+		print_one(o, p->ids[i], &r[i]);
+		p->delivered += r[i].status == DELIVERED;
+		p->refused += r[i].status == DELIVER_REFUSED;
+		p->waiting += r[i].status == DELIVER_FAILED || r[i].status == DELIVER_BUSY;
+		p->session_over |= r[i].status == DELIVER_SESSION_OVER;
+	}
 	return 0;
 }
 
@@ -138,7 +143,7 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	int64_t deadline = mono_ms() + o->budget_ms;
 	struct pass p;
 	struct session s;
-	int passes = 0;
+	int passes = 0, delivered = 0, refused = 0;
 
 	if (session_require(st, NULL, &s, e) < 0)
 		return -1;
@@ -147,6 +152,8 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 		if (run_pass(st, o, &s.b, deadline, &p, e) < 0)
 			return -1;
 		passes++;
+		delivered += p.delivered;
+		refused += p.refused;
 		if (o->json)
 			json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "event", "reconcile_pass",
 			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
@@ -158,6 +165,9 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	    mono_ms() < deadline);
 	if (o->drain && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
+	if (!o->json)
+		printf("%d delivered, %d refused, %d waiting in %d pass%s\n", delivered, refused,
+		    p.waiting, passes, passes == 1 ? "" : "es");
 	if (p.session_over)
 		return ek_fail(e, EK_NOSESSION, "session '%s' ended during the pass", s.b.session_id);
 	if (p.waiting)
@@ -227,8 +237,8 @@ parse_args(int argc, char **argv, struct opts *o)
 				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age like 30d, 12h, 90m or 3600s", optarg);
 			break;
 		case OPT_MAX:
-			if (cli_parse_i64(optarg, 1, 256, &o->max) < 0)
-				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to 256", optarg);
+			if (cli_parse_i64(optarg, 1, PASS_MAX, &o->max) < 0)
+				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to %d", optarg, PASS_MAX);
 			break;
 		case OPT_BUDGET:
 			if (cli_parse_i64(optarg, 1, 86400000, &o->budget_ms) < 0)

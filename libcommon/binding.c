@@ -144,6 +144,12 @@ fail:
 }
 
 int
+session_end_in(struct state *st, const struct binding *b, const char *status, struct ek_err *e)
+{
+	return end_current(st, status, b, e);
+}
+
+int
 session_end(struct state *st, const struct binding *b, const char *status, struct ek_err *e)
 {
 	if (db_begin_write(&st->db, e) < 0)

@@ -48,6 +48,8 @@ int session_begin(struct state *st, const struct session *s, const char *cred, s
 
 /* End b with status (closed, revoked, expired, replaced) if it is current. */
 int session_end(struct state *st, const struct binding *b, const char *status, struct ek_err *e);
+/* The same inside a transaction the caller began. */
+int session_end_in(struct state *st, const struct binding *b, const char *status, struct ek_err *e);
 
 /* Record a successful heartbeat of b. */
 int session_beat(struct state *st, const struct binding *b, struct ek_err *e);

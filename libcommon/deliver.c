@@ -1,5 +1,6 @@
 /* deliver — see deliver.h. */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -128,102 +129,6 @@ session_usable(struct state *st, const struct binding *b, struct deliver_report 
 	return 0;
 }
 
-/* Pause before retry i (100, 200, ... ms), never past the deadline. */
-static void
-backoff(int i, int64_t deadline)
-{
-	int64_t ms = 100LL << i, left = deadline - mono_ms();
-	struct timespec ts;
-
-	if (left < ms)
-		ms = left;
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
-}
-
-/* Apply one verdict to the state; 1 = stop, 0 = try again, -1 = error. */
-static int
-settle(struct state *st, const struct result *r, const struct deliver_verdict *v,
-    struct deliver_report *rep, struct ek_err *e)
-{
-	snprintf(rep->detail, sizeof rep->detail, "%s", v->diag);
-	switch (v->cls) {
-	case DC_ACKED:
-		rep->status = DELIVERED;
-		rep->record_id = v->record_id;
-		return result_acked(st, r->run_id, v->record_id, e) < 0 ? -1 : 1;
-	case DC_REFUSED:
-		rep->status = DELIVER_REFUSED;
-		snprintf(rep->detail, sizeof rep->detail, "refused (%s): %s", v->cause, v->diag);
-		return result_refused(st, r->run_id, v->cause, v->diag, e) < 0 ? -1 : 1;
-	case DC_SESSION_OVER:
-		rep->status = DELIVER_SESSION_OVER;
-		if (result_diag(st, r->run_id, v->diag, e) < 0 ||
-		    session_end(st, &r->b, v->status, e) < 0)
-			return -1;
-		return 1;
-	case DC_TRANSIENT:
-		rep->status = DELIVER_FAILED;
-		return result_diag(st, r->run_id, v->diag, e) < 0 ? -1 : 0;
-	}
-	return -1;
-}
-
-/* One attempt: count it durably, send the stored body, classify. */
-static int
-attempt(struct state *st, const struct result *r, const struct session *s, const char *cred,
-    int64_t deadline, struct deliver_verdict *v, struct ek_err *e)
-{
-	char url[1200];
-	struct http_reply reply;
-
-	snprintf(url, sizeof url, "%s/v1/results", s->dispatcher);
-	if (result_attempt(st, r->run_id, e) < 0)
-		return -1;
-	crash_point("attempt-counted");
-	if (http_request("POST", url, cred, r->body, r->body_len, deadline - mono_ms(), &reply, e) < 0)
-		return -1;
-	crash_point("request-sent");
-	deliver_classify(&reply, v);
-	http_reply_free(&reply);
-	return 0;
-}
-
-static int
-attempts_loop(struct state *st, const struct result *r, int max_attempts, int64_t deadline,
-    struct deliver_report *rep, struct ek_err *e)
-{
-	char cred[256];
-	struct session s;
-	struct deliver_verdict v;
-	int rc, i;
-
-	for (i = 0; i < max_attempts && mono_ms() < deadline; i++) {
-		/* Another process may have learned that the session ended. */
-		if ((rc = session_usable(st, &r->b, rep, &s, e)) <= 0)
-			return rc;
-		if (session_credential(st, &r->b, cred, sizeof cred, e) < 0)
-			return -1;
-		rc = attempt(st, r, &s, cred, deadline, &v, e);
-		memset(cred, 0, sizeof cred);
-		if (rc < 0)
-			return -1;
-		rep->attempts++;
-		if ((rc = settle(st, r, &v, rep, e)) != 0)
-			return rc < 0 ? -1 : 0;
-		if (i + 1 < max_attempts)
-			backoff(i, deadline);
-	}
-	if (rep->attempts == 0) {
-		rep->status = DELIVER_FAILED;
-		snprintf(rep->detail, sizeof rep->detail, "budget spent before any attempt");
-	}
-	return 0;
-}
-
 static int
 no_result(struct state *st, const char *run_id, struct deliver_report *rep, struct ek_err *e)
 {
@@ -237,37 +142,321 @@ no_result(struct state *st, const char *run_id, struct deliver_report *rep, stru
 	return 0;
 }
 
+/*
+ * A batch goes through rounds.  Each round is three steps: count one
+ * attempt for every pending result (one transaction), send them one by one
+ * over the process's keep-alive connection, then settle every answer (one
+ * transaction: receipts, refusals, diagnostics).  So a batch of n costs
+ * three commits per round instead of three per result, and an attempt is
+ * still counted durably before it is sent.  An attempt counted but not sent
+ * (the budget ran out, or the session ended first) is taken back when the
+ * round settles.  The claims taken at the start are released in the last
+ * round's transaction.
+ */
+struct job {
+	const char *run_id;
+	struct deliver_report *rep;
+	struct result r;
+	bool claimed;   /* ours until released */
+	bool done;      /* settled for this call: no further attempt */
+	bool counted;   /* an attempt counted in this round */
+	bool sent;      /* ... and sent; v holds its verdict */
+	struct deliver_verdict v;
+};
+
+struct batch {
+	struct state *st;
+	struct job *jobs;
+	int n, round, max_attempts;
+	int64_t deadline;
+	bool stopped;   /* a session was found over: send nothing more */
+	char owner[CLAIM_OWNER_MAX];
+};
+
+/* In the claim transaction: is j deliverable by us now? */
+static int
+claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
+{
+	struct session s;
+	int rc;
+
+	j->done = true;
+	if ((rc = result_load(b->st, j->run_id, &j->r, e)) <= 0)
+		return rc < 0 ? -1 : no_result(b->st, j->run_id, j->rep, e);
+	if (j->r.refused) {
+		j->rep->status = DELIVER_REFUSED;
+		snprintf(j->rep->detail, sizeof j->rep->detail, "refused earlier (%s); kept as evidence",
+		    j->r.refused_cause);
+		return 0;
+	}
+	if ((rc = session_usable(b->st, &j->r.b, j->rep, &s, e)) <= 0)
+		return rc;
+	if ((rc = result_claim_in(b->st, &j->r, b->owner, until, e)) < 0)
+		return -1;
+	if (rc == 0) {
+		j->rep->status = DELIVER_BUSY;
+		snprintf(j->rep->detail, sizeof j->rep->detail, "another deliverer holds the claim");
+		return 0;
+	}
+	j->claimed = true;
+	j->done = false;
+	return 0;
+}
+
+/* One transaction claiming every deliverable result; the number claimed. */
+static int
+claim_all(struct batch *b, struct ek_err *e)
+{
+	int64_t until = now_ms() + (b->deadline - mono_ms()) + 1000;
+	int i, claimed = 0;
+
+	if (db_begin_write(&b->st->db, e) < 0)
+		return -1;
+	for (i = 0; i < b->n; i++) {
+		if (claim_one(b, &b->jobs[i], until, e) < 0) {
+			db_rollback(&b->st->db);
+			return -1;
+		}
+		claimed += b->jobs[i].claimed;
+	}
+	if (claimed == 0) {
+		db_rollback(&b->st->db);
+		return 0;
+	}
+	if (db_commit(&b->st->db, e) < 0)
+		return -1;
+	crash_point("claimed");
+	return claimed;
+}
+
+static int
+count_round(struct batch *b, struct ek_err *e)
+{
+	struct job *j;
+	int i;
+
+	if (db_begin_write(&b->st->db, e) < 0)
+		return -1;
+	for (i = 0; i < b->n; i++) {
+		if ((j = &b->jobs[i])->done)
+			continue;
+		if (result_count_in(b->st, j->run_id, 1, e) < 0) {
+			db_rollback(&b->st->db);
+			return -1;
+		}
+		j->counted = true;
+		j->sent = false;
+	}
+	if (db_commit(&b->st->db, e) < 0)
+		return -1;
+	crash_point("attempt-counted");
+	return 0;
+}
+
+/* Send j's stored body once, unless its session is over by now. */
+static int
+send_one(struct batch *b, struct job *j, struct ek_err *e)
+{
+	char url[1200], cred[256];
+	struct http_reply reply;
+	struct session s;
+	int rc;
+
+	/* Another process may have learned that the session ended. */
+	if ((rc = session_usable(b->st, &j->r.b, j->rep, &s, e)) <= 0) {
+		j->done = true;
+		return rc;
+	}
+	if (session_credential(b->st, &j->r.b, cred, sizeof cred, e) < 0)
+		return -1;
+	snprintf(url, sizeof url, "%s/v1/results", s.dispatcher);
+	rc = http_request("POST", url, cred, j->r.body, j->r.body_len, b->deadline - mono_ms(), &reply, e);
+	memset(cred, 0, sizeof cred);
+	if (rc < 0)
+		return -1;
+	j->sent = true;
+	j->rep->attempts++;
+	crash_point("request-sent");
+	deliver_classify(&reply, &j->v);
+	http_reply_free(&reply);
+	if (j->v.cls == DC_SESSION_OVER)
+		b->stopped = true;   /* stop at once: no authority left */
+	return 0;
+}
+
+static int
+send_round(struct batch *b, struct ek_err *e)
+{
+	struct job *j;
+	int i;
+
+	for (i = 0; i < b->n && !b->stopped && mono_ms() < b->deadline; i++)
+		if ((j = &b->jobs[i])->counted && !j->done && send_one(b, j, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* Apply j's verdict inside the settle transaction. */
+static int
+settle_one(struct batch *b, struct job *j, struct ek_err *e)
+{
+	struct deliver_report *rep = j->rep;
+	const struct deliver_verdict *v = &j->v;
+
+	snprintf(rep->detail, sizeof rep->detail, "%s", v->diag);
+	j->done = v->cls != DC_TRANSIENT;
+	switch (v->cls) {
+	case DC_ACKED:
+		rep->status = DELIVERED;
+		rep->record_id = v->record_id;
+		j->claimed = false;   /* the row, and its claim, are gone */
+		return result_ack_in(b->st, j->run_id, v->record_id, e);
+	case DC_REFUSED:
+		rep->status = DELIVER_REFUSED;
+		snprintf(rep->detail, sizeof rep->detail, "refused (%s): %s", v->cause, v->diag);
+		return result_note_in(b->st, j->run_id, v->cause, v->diag, e);
+	case DC_SESSION_OVER:
+		rep->status = DELIVER_SESSION_OVER;
+		if (result_note_in(b->st, j->run_id, NULL, v->diag, e) < 0)
+			return -1;
+		return session_end_in(b->st, &j->r.b, v->status, e);
+	case DC_TRANSIENT:
+		rep->status = DELIVER_FAILED;
+		return result_note_in(b->st, j->run_id, NULL, v->diag, e);
+	}
+	return -1;
+}
+
+/* Will there be no further round?  Then this round releases the claims. */
+static bool
+last_round(const struct batch *b)
+{
+	int i;
+
+	if (b->stopped || b->round + 1 >= b->max_attempts ||
+	    mono_ms() + (100LL << b->round) >= b->deadline)
+		return true;
+	for (i = 0; i < b->n; i++)
+		if (!b->jobs[i].done)
+			return false;
+	return true;
+}
+
+/* Take back j's count if it was not sent; apply its verdict if it was. */
+static int
+settle_job(struct batch *b, struct job *j, bool *acked, bool *refused, struct ek_err *e)
+{
+	int rc;
+
+	if (!j->counted)
+		return 0;
+	j->counted = false;
+	if (!j->sent)
+		return result_count_in(b->st, j->run_id, -1, e);
+	rc = settle_one(b, j, e);
+	*acked |= j->v.cls == DC_ACKED;
+	*refused |= j->v.cls == DC_REFUSED;
+	return rc;
+}
+
+static int
+settle_round(struct batch *b, bool *last, struct ek_err *e)
+{
+	bool acked = false, refused = false;
+	struct job *j;
+	int i;
+
+	if (db_begin_write(&b->st->db, e) < 0)
+		return -1;
+	for (i = 0; i < b->n; i++)
+		if (settle_job(b, &b->jobs[i], &acked, &refused, e) < 0)
+			goto fail;
+	*last = last_round(b);
+	for (i = 0; i < b->n && *last; i++)
+		if ((j = &b->jobs[i])->claimed && result_unclaim_in(b->st, j->run_id, b->owner, e) < 0)
+			goto fail;
+	if (acked)
+		crash_point("acked-before-release");
+	if (refused)
+		crash_point("refusal-before-evidence");
+	if (db_commit(&b->st->db, e) < 0)
+		return -1;
+	if (acked)
+		crash_point("after-release");
+	return 0;
+fail:
+	db_rollback(&b->st->db);
+	return -1;
+}
+
+/* Pause before the next round (100, 200, ... ms), never past the deadline. */
+static void
+backoff(const struct batch *b)
+{
+	int64_t ms = 100LL << (b->round - 1), left = b->deadline - mono_ms();
+	struct timespec ts;
+
+	if (left < ms)
+		ms = left;
+	if (ms <= 0)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+static int
+rounds(struct batch *b, struct ek_err *e)
+{
+	bool last = false;
+	struct job *j;
+	int i;
+
+	for (b->round = 0; !last; b->round++) {
+		if (b->round > 0)
+			backoff(b);
+		if (count_round(b, e) < 0 || send_round(b, e) < 0 || settle_round(b, &last, e) < 0)
+			return -1;
+	}
+	for (i = 0; i < b->n; i++) {
+		if ((j = &b->jobs[i])->done || (j->rep->attempts > 0 && !b->stopped))
+			continue;   /* settled, or failed with its last diagnostic */
+		j->rep->status = b->stopped ? DELIVER_SESSION_OVER : DELIVER_FAILED;
+		snprintf(j->rep->detail, sizeof j->rep->detail, "%s", b->stopped ?
+		    "not sent: the session ended during the batch" : "budget spent before any attempt");
+	}
+	return 0;
+}
+
+int
+deliver_batch(struct state *st, const char *const *run_ids, int n, int max_attempts,
+    int64_t deadline_mono, struct deliver_report *reps, struct ek_err *e)
+{
+	struct batch b = { .st = st, .n = n, .max_attempts = max_attempts, .deadline = deadline_mono };
+	int i, rc;
+
+	if (!(b.jobs = calloc((size_t)(n > 0 ? n : 1), sizeof *b.jobs)))
+		return ek_fail(e, EK_OSERR, "out of memory");
+	proc_self_id(b.owner, sizeof b.owner);
+	for (i = 0; i < n; i++) {
+		memset(&reps[i], 0, sizeof reps[i]);
+		reps[i].status = DELIVER_FAILED;   /* until something better is known */
+		b.jobs[i].run_id = run_ids[i];
+		b.jobs[i].rep = &reps[i];
+	}
+	if ((rc = claim_all(&b, e)) > 0)
+		rc = rounds(&b, e);
+	for (i = 0; i < n; i++)
+		result_free(&b.jobs[i].r);
+	free(b.jobs);
+	return rc < 0 ? -1 : 0;
+}
+
 int
 deliver_result(struct state *st, const char *run_id, int max_attempts,
     int64_t deadline_mono, struct deliver_report *rep, struct ek_err *e)
 {
-	char owner[CLAIM_OWNER_MAX];
-	struct result r;
-	struct session s;
-	int rc;
+	const char *ids[1] = { run_id };
 
-	memset(rep, 0, sizeof *rep);
-	if ((rc = result_load(st, run_id, &r, e)) <= 0)
-		return rc < 0 ? -1 : no_result(st, run_id, rep, e);
-	if (r.refused) {
-		rep->status = DELIVER_REFUSED;
-		snprintf(rep->detail, sizeof rep->detail, "refused earlier (%s); kept as evidence",
-		    r.refused_cause);
-		rc = 0;
-	} else if ((rc = session_usable(st, &r.b, rep, &s, e)) == 1) {
-		proc_self_id(owner, sizeof owner);
-		rc = result_claim(st, run_id, owner, now_ms() + (deadline_mono - mono_ms()) + 1000, e);
-		if (rc == 1) {
-			crash_point("claimed");
-			rc = attempts_loop(st, &r, max_attempts, deadline_mono, rep, e);
-			if (rep->status != DELIVERED && rep->status != DELIVER_NONE &&
-			    result_unclaim(st, run_id, owner, e) < 0)
-				rc = -1;
-		} else if (rc == 0) {
-			rep->status = DELIVER_BUSY;
-			snprintf(rep->detail, sizeof rep->detail, "another deliverer holds the claim");
-		}
-	}
-	result_free(&r);
-	return rc < 0 ? -1 : 0;
+	return deliver_batch(st, ids, 1, max_attempts, deadline_mono, rep, e);
 }

@@ -1,6 +1,6 @@
 /*
- * deliver — report one retained result to the dispatcher.  exec-run,
- * exec-report and exec-reconcile all deliver through deliver_result().
+ * deliver — report retained results to the dispatcher.  exec-run,
+ * exec-report and exec-reconcile all deliver through deliver_batch().
  *
  * Invariants: every attempt sends the stored body unchanged, under the
  * binding that accepted the run and only while that binding is the current
@@ -49,6 +49,13 @@ struct deliver_report {
 	int64_t record_id;
 	char detail[RESULT_DIAG_MAX + 64];
 };
+
+/* Deliver the retained results of run_ids[0..n-1], in order, finishing
+ * before deadline_mono: each with at most max_attempts attempts, three
+ * commits per round for the whole batch.  reps[i] tells run_ids[i]'s fate.
+ * 0, or -1 on a local error. */
+int deliver_batch(struct state *st, const char *const *run_ids, int n, int max_attempts,
+    int64_t deadline_mono, struct deliver_report *reps, struct ek_err *e);
 
 /* Deliver run_id's retained result, finishing before deadline_mono (ms on
  * the monotonic clock).  0 with rep filled, or -1 on a local error. */

@@ -13,9 +13,9 @@
  *                                                               result outlives it
  *
  *   retained ──deliver: acknowledged──► receipt (results row deleted)
- *      │   result_acked()
+ *      │   result_ack_in()
  *      ├──deliver: refused─────────────► refused (kept as evidence, never retried)
- *      │   result_refused()
+ *      │   result_note_in(cause)
  *      ├──deliver: session over────────► retained, undeliverable by this session
  *      └──deliver: transient───────────► retained, attempts+1, last_diag set
  *
@@ -28,11 +28,14 @@
  *   started     result      result_choose()         result-chosen / retained
  *   queued      result      result_choose()         (cancel before start)
  *   started     unknown     run_sweep()             (supervisor gone, no result)
- *   result      —           deliver_result()        claimed
- *   result      —           attempt()               attempt-counted
- *   result      —           deliver_result()        request-sent
- *   result      receipt     result_acked()          acked-before-release / after-release
- *   result      refused     result_refused()        refusal-before-evidence
+ *   result      —           claim_all()             claimed
+ *   result      —           count_round()           attempt-counted
+ *   result      —           send_one()              request-sent
+ *   result      receipt     settle_round()          acked-before-release / after-release
+ *   result      refused     settle_round()          refusal-before-evidence
+ *
+ * (The delivery functions are in deliver.c; one transaction each covers a
+ * whole batch of results.)
  *   run row     deleted     run_delete()            after-report
  *
  * Invariants (the database enforces those marked *):

@@ -139,151 +139,95 @@ result_free(struct result *r)
 	r->body = NULL;
 }
 
-int
-result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e)
+/* Run a bound statement inside the caller's transaction; -1 or rows changed. */
+static int
+exec_in(struct state *st, sqlite3_stmt *q, struct ek_err *e)
 {
-	char holder[CLAIM_OWNER_MAX] = "";
-	int64_t held_until = 0;
-	sqlite3_stmt *q;
-	int rc;
+	return db_exec_stmt(&st->db, q, e) < 0 ? -1 : sqlite3_changes(st->db.h);
+}
 
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	if (!(q = db_prep(&st->db, "SELECT claim_owner, IFNULL(claim_until, 0) FROM results WHERE run_id = ?1", e)))
-		goto fail;
-	db_bind_text(q, 1, run_id);
-	if ((rc = db_step(&st->db, q, e)) == 1) {
-		db_col_text(q, 0, holder, sizeof holder);
-		held_until = sqlite3_column_int64(q, 1);
-	}
-	sqlite3_finalize(q);
-	if (rc <= 0) {
-		if (rc == 0)
-			ek_fail(e, EK_NOINPUT, "run '%s': no retained result", run_id);
-		goto fail;
-	}
+int
+result_claim_in(struct state *st, const struct result *r, const char *owner, int64_t until,
+    struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
 	/* A claim stands while its owner lives and has not overrun its expiry. */
-	if (holder[0] && strcmp(holder, owner) != 0 && held_until > now_ms() && proc_id_alive(holder)) {
-		db_rollback(&st->db);
+	if (r->claim_owner[0] && strcmp(r->claim_owner, owner) != 0 &&
+	    r->claim_until > now_ms() && proc_id_alive(r->claim_owner))
 		return 0;
-	}
-	if (!(q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 WHERE run_id = ?3", e)))
-		goto fail;
+	if (!(q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 "
+	    "WHERE run_id = ?3", e)))
+		return -1;
 	db_bind_text(q, 1, owner);
 	db_bind_i64(q, 2, until);
-	db_bind_text(q, 3, run_id);
-	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 1;
-fail:
-	db_rollback(&st->db);
-	return -1;
+	db_bind_text(q, 3, r->run_id);
+	return exec_in(st, q, e) < 0 ? -1 : 1;
 }
 
 int
-result_unclaim(struct state *st, const char *run_id, const char *owner, struct ek_err *e)
+result_unclaim_in(struct state *st, const char *run_id, const char *owner, struct ek_err *e)
 {
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = db_prep(&st->db, "UPDATE results SET claim_owner = NULL, "
+	    "claim_until = NULL WHERE run_id = ?1 AND claim_owner = ?2", e);
 
-	if (db_begin_write(&st->db, e) < 0)
+	if (!q)
 		return -1;
-	q = db_prep(&st->db, "UPDATE results SET claim_owner = NULL, claim_until = NULL "
-	    "WHERE run_id = ?1 AND claim_owner = ?2", e);
-	if (!q) {
-		db_rollback(&st->db);
-		return -1;
-	}
 	db_bind_text(q, 1, run_id);
 	db_bind_text(q, 2, owner);
-	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
+	return exec_in(st, q, e);
 }
 
 int
-result_attempt(struct state *st, const char *run_id, struct ek_err *e)
+result_count_in(struct state *st, const char *run_id, int delta, struct ek_err *e)
 {
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = db_prep(&st->db, "UPDATE results SET attempts = attempts + ?1, "
+	    "last_attempt_at = CASE WHEN ?1 > 0 THEN ?2 ELSE last_attempt_at END WHERE run_id = ?3", e);
 
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	q = db_prep(&st->db, "UPDATE results SET attempts = attempts + 1, last_attempt_at = ?1 "
-	    "WHERE run_id = ?2", e);
-	if (!q) {
-		db_rollback(&st->db);
-		return -1;
-	}
-	db_bind_i64(q, 1, now_ms());
-	db_bind_text(q, 2, run_id);
-	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
-}
-
-int
-result_acked(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e)
-{
-	sqlite3_stmt *q;
-
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	q = db_prep(&st->db, "INSERT OR IGNORE INTO receipts(run_id, incarnation, session_id, outcome, "
-	    "exit_code, acked_at, record_id, attempts) SELECT run_id, incarnation, session_id, outcome, "
-	    "exit_code, ?1, ?2, attempts FROM results WHERE run_id = ?3", e);
 	if (!q)
-		goto fail;
+		return -1;
+	db_bind_i64(q, 1, delta);
+	db_bind_i64(q, 2, now_ms());
+	db_bind_text(q, 3, run_id);
+	return exec_in(st, q, e);
+}
+
+int
+result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR IGNORE INTO receipts(run_id, incarnation, "
+	    "session_id, outcome, exit_code, acked_at, record_id, attempts) SELECT run_id, incarnation, "
+	    "session_id, outcome, exit_code, ?1, ?2, attempts FROM results WHERE run_id = ?3", e);
+
+	if (!q)
+		return -1;
 	db_bind_i64(q, 1, now_ms());
 	db_bind_i64(q, 2, record_id);
 	db_bind_text(q, 3, run_id);
-	if (db_exec_stmt(&st->db, q, e) < 0)
-		goto fail;
-	crash_point("acked-before-release");
-	q = db_prep(&st->db, "DELETE FROM results WHERE run_id = ?1", e);
-	if (!q)
-		goto fail;
-	db_bind_text(q, 1, run_id);
-	if (db_exec_stmt(&st->db, q, e) < 0)
-		goto fail;
-	if (db_commit(&st->db, e) < 0)
+	if (exec_in(st, q, e) < 0 ||
+	    !(q = db_prep(&st->db, "DELETE FROM results WHERE run_id = ?1", e)))
 		return -1;
-	crash_point("after-release");
-	return 0;
-fail:
-	db_rollback(&st->db);
-	return -1;
+	db_bind_text(q, 1, run_id);
+	return exec_in(st, q, e);
 }
 
-static int
-set_diag(struct state *st, const char *run_id, bool refuse, const char *cause,
+int
+result_note_in(struct state *st, const char *run_id, const char *refused_cause,
     const char *diag, struct ek_err *e)
 {
 	char d[RESULT_DIAG_MAX + 1];
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = db_prep(&st->db, "UPDATE results SET last_diag = ?1, "
+	    "refused = CASE WHEN ?2 IS NOT NULL THEN 1 ELSE refused END, "
+	    "refused_cause = IFNULL(?2, refused_cause) WHERE run_id = ?3", e);
 
+	if (!q)
+		return -1;
 	snprintf(d, sizeof d, "%s", diag ? diag : "");
 	utf8_clip(d, RESULT_DIAG_MAX);
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	q = db_prep(&st->db, "UPDATE results SET last_diag = ?1, "
-	    "refused = CASE WHEN ?2 THEN 1 ELSE refused END, "
-	    "refused_cause = CASE WHEN ?2 THEN ?3 ELSE refused_cause END WHERE run_id = ?4", e);
-	if (!q) {
-		db_rollback(&st->db);
-		return -1;
-	}
 	db_bind_text(q, 1, d);
-	db_bind_i64(q, 2, refuse);
-	db_bind_text(q, 3, cause);
-	db_bind_text(q, 4, run_id);
-	if (refuse)
-		crash_point("refusal-before-evidence");
-	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
-}
-
-int
-result_refused(struct state *st, const char *run_id, const char *cause, const char *diag, struct ek_err *e)
-{
-	return set_diag(st, run_id, true, cause, diag, e);
-}
-
-int
-result_diag(struct state *st, const char *run_id, const char *diag, struct ek_err *e)
-{
-	return set_diag(st, run_id, false, NULL, diag, e);
+	db_bind_text(q, 2, refused_cause);
+	db_bind_text(q, 3, run_id);
+	return exec_in(st, q, e);
 }
 
 int

@@ -53,22 +53,31 @@ int result_choose(struct state *st, const char *run_id, const struct binding *b,
 int result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e);
 void result_free(struct result *r);
 
-/* Take the delivery claim for owner until `until` (ms): 1 taken, 0 held by
- * a live owner whose claim has not expired, -1 error. */
-int result_claim(struct state *st, const char *run_id, const char *owner, int64_t until, struct ek_err *e);
-int result_unclaim(struct state *st, const char *run_id, const char *owner, struct ek_err *e);
+/*
+ * The delivery writes.  Each runs inside a transaction the caller began
+ * (deliver.c groups a batch of results into one), and returns the number
+ * of rows changed, or -1 with e filled.
+ */
 
-/* Count one attempt before it is sent (0 attempts = never sent). */
-int result_attempt(struct state *st, const char *run_id, struct ek_err *e);
+/* Take r's delivery claim for owner until `until` (ms): 1 taken, 0 held by
+ * a live owner whose claim has not expired.  r is as loaded in this
+ * transaction. */
+int result_claim_in(struct state *st, const struct result *r, const char *owner, int64_t until,
+    struct ek_err *e);
+int result_unclaim_in(struct state *st, const char *run_id, const char *owner, struct ek_err *e);
 
-/* Acknowledged: write the receipt and release the row, in one transaction. */
-int result_acked(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e);
+/* attempts += delta: +1 before an attempt is sent (0 attempts = never
+ * sent), -1 to take back one counted but not sent. */
+int result_count_in(struct state *st, const char *run_id, int delta, struct ek_err *e);
 
-/* Refused for good: keep the row as evidence, out of the deliverable set. */
-int result_refused(struct state *st, const char *run_id, const char *cause, const char *diag, struct ek_err *e);
+/* Acknowledged as record_id: write the receipt and release the row. */
+int result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e);
 
-/* Keep a bounded diagnostic of the last failure. */
-int result_diag(struct state *st, const char *run_id, const char *diag, struct ek_err *e);
+/* Keep a bounded diagnostic of the last failure; with refused_cause not
+ * NULL, also mark the result refused for good (kept as evidence, out of
+ * the deliverable set). */
+int result_note_in(struct state *st, const char *run_id, const char *refused_cause,
+    const char *diag, struct ek_err *e);
 
 /* A receipt exists for run_id: 1 yes, 0 no, -1 error. */
 int receipt_exists(struct state *st, const char *run_id, struct ek_err *e);

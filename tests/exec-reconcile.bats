@@ -77,11 +77,15 @@ SQL
 	admin POST "/admin/sessions/$(current_session)/revoke" >/dev/null
 	reports() { admin GET /admin/summary | grep -o '"reports":[0-9]*' | cut -d: -f2; }
 	before=$(reports)
+	attempts=$(sql "SELECT sum(attempts) FROM results")
 	run exec-reconcile --json
 	[ "$status" -eq "$EK_NOSESSION" ]
 	assert_line --partial '"delivered":0'
 	[ "$(reports)" = $((before + 1)) ]    # only the first of 5 was tried
 	[ "$(sql "SELECT count(*) FROM results")" = 5 ]
+	# the batch counted an attempt for all 5; the 4 never sent are taken back
+	[ "$(sql "SELECT sum(attempts) FROM results")" = $((attempts + 1)) ]
+	[ "$(sql "SELECT count(*) FROM results WHERE claim_owner IS NOT NULL")" = 0 ]
 }
 
 @test "a pass is bounded by its budget" {
@@ -89,12 +93,16 @@ SQL
 	open_session
 	retain_many 5
 	fault hang 100 30000
+	attempts=$(sql "SELECT sum(attempts) FROM results")
 	start=$(date +%s%N)
 	run exec-reconcile --budget-ms 800
 	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ "$status" -eq "$EK_TEMPFAIL" ]
 	[ "$elapsed" -lt 2500 ]
 	[ "$(sql "SELECT count(*) FROM results")" = 5 ]
+	# one attempt hung until the budget ended; the others were never sent
+	[ "$(sql "SELECT sum(attempts) FROM results")" = $((attempts + 1)) ]
+	[ "$(sql "SELECT count(*) FROM results WHERE claim_owner IS NOT NULL")" = 0 ]
 }
 
 @test "no current session: exit 77, nothing sent" {

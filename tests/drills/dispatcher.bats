@@ -67,6 +67,33 @@ load drill
 	check --drained --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
 }
 
+@test "dispatcher outage under exec-loop: after it comes back, the first reconcile worker delivers every retained result" {
+	start_dispatcher
+	specs=()
+	for i in $(seq 1 40); do specs+=("$(gspec "o$i" 0 1)"); done   # gated guests
+	submit "${specs[@]}"
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 40 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	loop=$!
+	remember "$loop"
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 40 ]'
+	kill_dispatcher                                   # the outage
+	touch "$GO"                                       # every guest ends during it
+	wait_until '[ "$(val "SELECT count(*) FROM runs")" = 0 ]'
+	# witness: all 40 retained, more than one pass (32) can take
+	[ "$(val "SELECT count(*) FROM results WHERE refused = 0")" = 40 ]
+	[ "$(val "SELECT count(*) FROM receipts")" = 0 ]
+	! grep -q "reconcile:" "$BATS_TEST_TMPDIR/loop.err"
+	restart_dispatcher                                # declared action
+	wait_until '[ "$(val "SELECT count(*) FROM receipts")" = 40 ]'
+	kill -TERM "$loop"
+	wait "$loop"
+	# one heartbeat, then one worker: its drain took them all, not 32
+	run grep -m1 "reconcile:" "$BATS_TEST_TMPDIR/loop.err"
+	assert_output "exec-loop: reconcile: 40 delivered, 0 refused, 0 waiting in 2 passes"
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":40' ]
+	check --drained --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
+}
+
 @test "dispatcher store lost (restarted empty): the session is over, results stay as evidence, nothing re-runs" {
 	start_dispatcher
 	open_session
