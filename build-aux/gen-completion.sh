@@ -194,6 +194,12 @@ _execkit_session_ids() {
 		sed -n 's/.*"session_id":"\([^"]*\)".*"status":"current".*/\1/p'
 }
 
+# The sessions of this state that have ended (what exec-session adopt takes).
+_execkit_ended_session_ids() {
+	_execkit_query exec-session show --json | grep -v '"status":"current"' |
+		sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p'
+}
+
 # Destination names the state knows; nothing when exec-shares cannot tell.
 _execkit_destinations() {
 	_execkit_query exec-shares capacity show --json | grep -o '"dest:[^"]*"' |
@@ -208,6 +214,7 @@ _execkit_value() {
 	FILE | *.jsonl) _filedir; return ;;
 	RUN_ID | RUN_ID...) list=$(_execkit_run_ids) ;;
 	SID) list=$(_execkit_session_ids) ;;
+	SESSION_ID) list=$(_execkit_ended_session_ids) ;;
 	KIND) list=$_execkit_kinds ;;
 	NAME | DEST | DESTINATION | destination) list=$(_execkit_destinations) ;;
 	DIMENSION) list="executor $(_execkit_destinations | sed 's/^/dest:/')" ;;

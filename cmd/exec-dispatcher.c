@@ -17,6 +17,8 @@
  *  2. Every report to /v1/results is kept in `reports`, whatever its answer.
  *  3. Credentials are never logged and only their SHA-256 is stored.
  *  4. The server binds 127.0.0.1 only.
+ *  5. An inspection's answer is recorded once, only from the session it
+ *     names, and never with a field its outcome does not have.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -252,9 +254,20 @@ static const char SCHEMA_SQL[] =
     " body_sha256 TEXT, status INTEGER NOT NULL, error TEXT, fault TEXT,"
     " at INTEGER NOT NULL);"
     "CREATE INDEX IF NOT EXISTS reports_run ON reports(run_id);"
+    /* clients' InspectRetainedRun lookups, relayed to the executor that
+     * holds session_id; answer (its JSON) is recorded once */
+    "CREATE TABLE IF NOT EXISTS inspections("
+    " inspection_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, run_id TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK(status IN ('pending','answered')), answer TEXT,"
+    " created_ms INTEGER NOT NULL, answered_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS inspections_session ON inspections(session_id, status);"
     /* at most one charge per run */
     "CREATE TABLE IF NOT EXISTS ledger("
-    " run_id TEXT NOT NULL UNIQUE, charge INTEGER NOT NULL, at INTEGER NOT NULL);";
+    " run_id TEXT NOT NULL UNIQUE, charge INTEGER NOT NULL, at INTEGER NOT NULL);"
+    /* an ended session whose runs a later session of its executor may report */
+    "CREATE TABLE IF NOT EXISTS adoptions("
+    " session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),"
+    " by_session TEXT NOT NULL REFERENCES sessions(session_id), adopted_ms INTEGER NOT NULL);";
 
 /* Prepare sql on the store and bind args by types ('s' text, 'i' int64). */
 static sqlite3_stmt *
@@ -703,21 +716,36 @@ h_negotiate(struct req *rq)
 	return tx_end(rq, status);
 }
 
-/* POST /v1/sessions/{sid}/heartbeat: extend the lease. */
+/* How many inspections wait for session sid's answer; -1 on error. */
+static int64_t
+inspections_pending(struct req *rq, const char *sid)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT COUNT(*) FROM inspections"
+	    " WHERE session_id=? AND status='pending'", "s", sid);
+	int64_t n = st && db_step(&store.db, st, &rq->e) == 1 ? sqlite3_column_int64(st, 0) : -1;
+
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* POST /v1/sessions/{sid}/heartbeat: extend the lease; say how many
+ * inspections wait for this session, so the executor relays them. */
 static int
 h_heartbeat(struct req *rq)
 {
+	int64_t pending;
 	int status;
 
 	if (tx_begin(rq) < 0)
 		return 500;
 	if (!(status = sess_gate(rq, rq->arg, NULL, false))) {
 		if (sql_exec(&rq->e, "UPDATE sessions SET lease_expires_ms=? WHERE session_id=?",
-		    "is", now_ms() + cfg.lease_ms, rq->arg) < 0)
+		    "is", now_ms() + cfg.lease_ms, rq->arg) < 0 ||
+		    (pending = inspections_pending(rq, rq->arg)) < 0)
 			status = internal(rq);
 		else
-			status = answer(rq, 200, json_pack("{s:s, s:I}", "status", "current",
-			    "lease_ms", (json_int_t)cfg.lease_ms));
+			status = answer(rq, 200, json_pack("{s:s, s:I, s:I}", "status", "current",
+			    "lease_ms", (json_int_t)cfg.lease_ms, "inspections_pending", (json_int_t)pending));
 	}
 	return tx_end(rq, status);
 }
@@ -736,6 +764,54 @@ h_close(struct req *rq)
 			status = internal(rq);
 		else
 			status = answer(rq, 200, json_pack("{s:s}", "status", "closed"));
+	}
+	return tx_end(rq, status);
+}
+
+/* Can by (current, gated) adopt old?  0, or the error status (answer set). */
+static int
+adoption_check(struct req *rq, const char *old, const char *by)
+{
+	struct sess o, b;
+	int r = sess_load(rq, old, &o);
+
+	if (r < 0 || sess_load(rq, by, &b) < 0)
+		return internal(rq);
+	if (r == 0)
+		return fail(rq, 404, "unknown_session", "no session '%s'", old);
+	if (strcmp(o.executor_id, b.executor_id) != 0)
+		return fail(rq, 409, "foreign_session", "session '%s' belongs to another executor", old);
+	if (strcmp(o.status, "current") == 0)
+		return fail(rq, 409, "live_session", "session '%s' is current: nothing to adopt", old);
+	return 0;
+}
+
+/* POST /v1/sessions/{sid}/adoptions {"session_id": old}: let sid report
+ * the runs of old, an ended session of the same executor.  The latest
+ * adopter wins: an earlier adopter is over, since an executor has one
+ * current session at most. */
+static int
+h_adopt(struct req *rq)
+{
+	json_t *in = body_json(rq);
+	const char *old = in ? json_string_value(json_object_get(in, "session_id")) : NULL;
+	int status;
+
+	if (!in)
+		return 400;
+	if (!old || !is_run_id(old) || strlen(old) > 64)   /* same alphabet as run ids */
+		return fail(rq, 400, "invalid", "session_id must name a session");
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (!(status = sess_gate(rq, rq->arg, NULL, false)) &&
+	    !(status = adoption_check(rq, old, rq->arg))) {
+		if (sql_exec(&rq->e, "INSERT INTO adoptions(session_id, by_session, adopted_ms)"
+		    " VALUES(?,?,?) ON CONFLICT(session_id) DO UPDATE SET by_session=excluded.by_session,"
+		    " adopted_ms=excluded.adopted_ms", "ssi", old, rq->arg, now_ms()) < 0)
+			status = internal(rq);
+		else
+			status = answer(rq, 200, json_pack("{s:s, s:s, s:s}", "status", "adopted",
+			    "session_id", old, "by", rq->arg));
 	}
 	return tx_end(rq, status);
 }
@@ -928,6 +1004,43 @@ report_insert(struct req *rq, const struct result *r, const char *sha, int statu
 	    rq->fault.kind ? fault_names[rq->fault.kind] : NULL, now_ms());
 }
 
+/* The session that adopted sid into *by: 1, 0 none, -1 store error. */
+static int
+adopter_of(struct req *rq, const char *sid, char *by, size_t n)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT by_session FROM adoptions WHERE session_id=?",
+	    "s", sid);
+	int r;
+
+	if (!st)
+		return -1;
+	if ((r = db_step(&store.db, st, &rq->e)) == 1)
+		db_col_text(st, 0, by, n);
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Admit a report of r: the credential must be that of r's own session,
+ * current, or, once r's session was adopted, that of its adopter, current
+ * (the body keeps naming the session that accepted the run). */
+static int
+report_gate(struct req *rq, const struct result *r)
+{
+	char by[64];
+	struct sess s;
+	int adopted = adopter_of(rq, r->session_id, by, sizeof by), known;
+
+	if (adopted < 0)
+		return internal(rq);
+	if (!adopted)
+		return sess_gate(rq, r->session_id, r->incarnation, true);
+	if ((known = sess_load(rq, r->session_id, &s)) < 0)
+		return internal(rq);
+	if (!known || strcmp(s.incarnation, r->incarnation) != 0)
+		return fail(rq, 401, "unauthorized", "incarnation does not match the session");
+	return sess_gate(rq, by, NULL, true);
+}
+
 /* Record r unless a protocol check refuses it; the HTTP status. */
 static int
 result_record(struct req *rq, const struct result *r, const char *sha)
@@ -937,7 +1050,7 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 	int64_t record_id = 0;
 	int found, status;
 
-	if ((status = sess_gate(rq, r->session_id, r->incarnation, true)))
+	if ((status = report_gate(rq, r)))
 		return status;
 	if (!(st = sql_prep(&rq->e, "SELECT r.owner_session, s.record_id, s.body_sha256 FROM runs r"
 	    " LEFT JOIN results s ON s.run_id=r.run_id WHERE r.run_id=?", "s", r->run_id)) ||
@@ -1292,6 +1405,304 @@ h_summary(struct req *rq)
 }
 
 /* ------------------------------------------------------------------ */
+/* inspections: a client's InspectRetainedRun, relayed                 */
+/*
+ * The dispatcher never calls the executor, so a client's lookup waits in
+ * `inspections` until the executor holding the named session pulls it
+ * (its heartbeat says how many wait), answers it locally and posts the
+ * answer, which is recorded once.  The run id is stored as the client
+ * sent it: judging it is the executor's business, so a malformed id comes
+ * back as an ERROR answer, never as ABSENT.
+ */
+
+enum { INSPECT_RUN_MAX = 4096, INSPECT_PENDING_MAX = 1024,
+	INSPECT_WAIT_MAX = 30000, INSPECT_POLL_MS = 50, INSPECT_ANSWER_MAX = 16384 };
+
+/* Check a client's inspection request; NULL if valid, else why not. */
+static const char *
+inspection_check(json_t *in)
+{
+	static const char *const fields[] = { "run_id", "session_id", "executor_id", NULL };
+	json_t *run = json_object_get(in, "run_id"), *sid = json_object_get(in, "session_id");
+	json_t *xid = json_object_get(in, "executor_id"), *v;
+	const char *k;
+
+	if (!json_is_object(in))
+		return "body must be a JSON object";
+	json_object_foreach(in, k, v)
+		if (!one_of(k, fields))
+			return "unknown field in inspection";
+	if (!json_is_string(run) || json_string_length(run) > INSPECT_RUN_MAX)
+		return "run_id must be a string of at most 4096 bytes";
+	if (!sid == !xid)
+		return "name exactly one of session_id and executor_id";
+	if (sid && (!json_is_string(sid) || json_string_length(sid) > 128))
+		return "session_id must be a string of at most 128 bytes";
+	if (xid && (!json_is_string(xid) || !is_hex(json_string_value(xid), 32)))
+		return "executor_id must be 32 hex digits";
+	return NULL;
+}
+
+/* The session a request names (session_id, or executor_id's newest one)
+ * into sid, which must be current: 0, or the error status (answer set). */
+static int
+inspection_session(struct req *rq, json_t *in, char *sid, size_t n)
+{
+	const char *want = json_string_value(json_object_get(in, "session_id"));
+	const char *xid = json_string_value(json_object_get(in, "executor_id"));
+	sqlite3_stmt *st = want ? sql_prep(&rq->e, "SELECT session_id, status FROM sessions"
+	    " WHERE session_id=?", "s", want) : sql_prep(&rq->e, "SELECT session_id, status"
+	    " FROM sessions WHERE executor_id=? ORDER BY status='current' DESC, created_ms DESC,"
+	    " rowid DESC LIMIT 1", "s", xid);
+	char status[16] = "";
+	int r = st ? db_step(&store.db, st, &rq->e) : -1;
+
+	if (r == 1) {
+		db_col_text(st, 0, sid, n);
+		db_col_text(st, 1, status, sizeof status);
+	}
+	sqlite3_finalize(st);
+	if (r < 0)
+		return internal(rq);
+	if (r == 0 && want)
+		return fail(rq, 404, "unknown_session", "no session '%s'", want);
+	if (r == 0)
+		return fail(rq, 404, "unknown_session", "no session of executor '%s'", xid);
+	return strcmp(status, "current") == 0 ? 0 : fail_over(rq, status);
+}
+
+/* POST /v1/inspections: a client asks, through the executor holding a
+ * current session, what that executor stores about a run. */
+static int
+h_inspection_new(struct req *rq)
+{
+	json_t *in = body_json(rq);
+	const char *why;
+	char id[32], sid[72];
+	int64_t pending;
+	int status;
+
+	if (!in)
+		return 400;
+	if ((why = inspection_check(in)))
+		return fail(rq, 400, "invalid", "%s", why);
+	if (random_id(id, sizeof id, "insp-", 8) < 0)
+		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
+	if (tx_begin(rq) < 0)
+		return 500;
+	if ((status = inspection_session(rq, in, sid, sizeof sid)))
+		return tx_end(rq, status);
+	if ((pending = inspections_pending(rq, sid)) < 0)
+		return tx_end(rq, internal(rq));
+	if (pending >= INSPECT_PENDING_MAX)   /* the executor answers 32 a heartbeat */
+		return tx_end(rq, fail(rq, 429, "overloaded", "%d inspections already wait for "
+		    "session '%s'", INSPECT_PENDING_MAX, sid));
+	if (sql_exec(&rq->e, "INSERT INTO inspections(inspection_id, session_id, run_id, status,"
+	    " created_ms) VALUES(?,?,?,'pending',?)", "sssi", id, sid,
+	    json_string_value(json_object_get(in, "run_id")), now_ms()) < 0)
+		return tx_end(rq, internal(rq));
+	return tx_end(rq, answer(rq, 202, json_pack("{s:s, s:s, s:s}", "inspection_id", id,
+	    "status", "pending", "session_id", sid)));
+}
+
+/* Set rq->out to inspection rq->arg as it stands: 200 (*done once it is
+ * answered), 404, or 500. */
+static int
+inspection_read(struct req *rq, bool *done)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT i.run_id, i.session_id, i.status, i.answer,"
+	    " i.answered_ms, s.status FROM inspections i LEFT JOIN sessions s"
+	    " ON s.session_id=i.session_id WHERE i.inspection_id=?", "s", rq->arg);
+	int r = st ? db_step(&store.db, st, &rq->e) : -1;
+	json_t *o = NULL;
+
+	if (r == 1) {
+		*done = strcmp(col(st, 2), "answered") == 0;
+		o = json_pack("{s:s, s:s, s:s, s:s, s:o}", "inspection_id", rq->arg,
+		    "run_id", col(st, 0), "session_id", col(st, 1), "status", col(st, 2),
+		    "session_status", col_json(st, 5));
+		if (o && *done) {
+			json_t *a = col(st, 3) ? json_loads(col(st, 3), 0, NULL) : NULL;
+			json_object_set_new(o, "answer", a ? a : json_null());
+			json_object_set_new(o, "answered_ms", json_integer(sqlite3_column_int64(st, 4)));
+		}
+	}
+	sqlite3_finalize(st);
+	if (r < 0)
+		return internal(rq);
+	if (r == 0)
+		return fail(rq, 404, "unknown_inspection", "no inspection '%s'", rq->arg);
+	return answer(rq, 200, o);
+}
+
+/* GET /v1/inspections/{id}?wait_ms=N: the inspection, once answered or
+ * after N ms (at most 30000), whichever is first.  The wait bounds only
+ * this request: the inspection stays, and a later request reads it. */
+static int
+h_inspection_get(struct req *rq)
+{
+	const char *w = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
+	int64_t wait = 0, end, left;
+	bool done = false;
+	int status;
+
+	if (w && cli_parse_i64(w, 0, INSPECT_WAIT_MAX, &wait) < 0)
+		return fail(rq, 400, "invalid", "wait_ms must be a number from 0 to %d", INSPECT_WAIT_MAX);
+	if (wait > 0)   /* the idle timeout must not end a long poll */
+		MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+		    (unsigned int)(wait / 1000 + 15));
+	end = mono_ms() + wait;
+	for (;;) {
+		if (tx_begin(rq) < 0)
+			return 500;
+		status = tx_end(rq, inspection_read(rq, &done));
+		left = end - mono_ms();
+		if (status != 200 || done || left <= 0 || atomic_load(&stopping) || peer_gone(rq->conn))
+			return status;
+		nap(left < INSPECT_POLL_MS ? left : INSPECT_POLL_MS, rq->conn);
+	}
+}
+
+/* GET /v1/sessions/{sid}/inspections: the session's pending inspections,
+ * oldest first, at most 32 (one relay's worth). */
+static int
+h_inspection_list(struct req *rq)
+{
+	static const char *const names[] = { "inspection_id", "run_id", "session_id", NULL };
+	json_t *out;
+	int status;
+
+	if (tx_begin(rq) < 0)
+		return 500;
+	if ((status = sess_gate(rq, rq->arg, NULL, false)))
+		return tx_end(rq, status);
+	out = json_object();
+	if (rows_into(rq, out, "inspections", "SELECT inspection_id, run_id, session_id"
+	    " FROM inspections WHERE session_id=? AND status='pending'"
+	    " ORDER BY created_ms, rowid LIMIT 32", rq->arg, names) < 0) {
+		json_decref(out);
+		return tx_end(rq, internal(rq));
+	}
+	return tx_end(rq, answer(rq, 200, out));
+}
+
+/* Check the members of an answer for its outcome; NULL if valid. */
+static const char *
+answer_fields_check(json_t *a, const char *outcome)
+{
+	static const char *const found[] = { "outcome", "run_id", "incarnation", "session_id",
+		"txn_id", "state", "started", "start_marker", "due_at", NULL };
+	static const char *const error[] = { "outcome", "reason", "exit_code", NULL };
+	static const char *const other[] = { "outcome", "run_id", NULL };
+	const char *const *allowed = strcmp(outcome, "FOUND") == 0 ? found :
+	    strcmp(outcome, "ERROR") == 0 ? error : other;
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	/* an answer never carries more, so the program or its arguments
+	 * cannot reach the store or a client by this route */
+	json_object_foreach(a, k, v)
+		if (!one_of(k, allowed))
+			return "a field the answer's outcome does not have";
+	for (i = 0; allowed[i]; i++)
+		if (!json_object_get(a, allowed[i]))
+			return "a field of the answer's outcome is missing";
+	if (allowed == error)
+		return json_is_string(json_object_get(a, "reason")) &&
+		    json_is_integer(json_object_get(a, "exit_code")) ? NULL :
+		    "reason must be a string, exit_code an integer";
+	return NULL;
+}
+
+/* Check an executor's answer to an inspection of run_id; NULL if valid. */
+static const char *
+answer_check(json_t *a, const char *run_id)
+{
+	static const char *const outcomes[] = { "FOUND", "FILTERED", "ABSENT", "ERROR", NULL };
+	const char *o = json_string_value(json_object_get(a, "outcome")), *why;
+	const char *r = json_string_value(json_object_get(a, "run_id"));
+
+	if (!json_is_object(a) || !o || !one_of(o, outcomes))
+		return "outcome must be FOUND, FILTERED, ABSENT or ERROR";
+	if ((why = answer_fields_check(a, o)))
+		return why;
+	if (strcmp(o, "ERROR") != 0 && (!r || strcmp(r, run_id) != 0))
+		return "run_id is not the inspected run's";
+	return NULL;
+}
+
+/* Load inspection id of session sid: 1 with run_id (malloc'd) and
+ * *answered, 0 unknown or another session's, -1 store error. */
+static int
+inspection_load(struct req *rq, const char *id, const char *sid, char **run_id, bool *answered)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT run_id, status FROM inspections"
+	    " WHERE inspection_id=? AND session_id=?", "ss", id, sid);
+	int r = st ? db_step(&store.db, st, &rq->e) : -1;
+
+	if (r == 1) {
+		*answered = strcmp(col(st, 1), "answered") == 0;
+		if (!(*run_id = strdup(col(st, 0))))
+			r = ek_fail(&rq->e, EK_OSERR, "out of memory");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Record the answer in rq->in for inspection rq->arg of session sid. */
+static int
+inspection_record(struct req *rq, const char *sid)
+{
+	char *run_id = NULL, *text = NULL;
+	const char *why;
+	bool answered = false;
+	int r = inspection_load(rq, rq->arg, sid, &run_id, &answered), status;
+
+	if (r < 0)
+		status = internal(rq);
+	else if (r == 0)   /* another session's inspection is none of this one's business */
+		status = fail(rq, 404, "unknown_inspection", "no inspection '%s' for session '%s'",
+		    rq->arg, sid);
+	else if (answered)
+		status = fail(rq, 409, "conflict", "inspection '%s' is already answered", rq->arg);
+	else if ((why = answer_check(rq->in, run_id)))
+		status = fail(rq, 400, "invalid", "%s", why);
+	else if (!(text = json_dumps(rq->in, JSON_COMPACT)) ||
+	    sql_exec(&rq->e, "UPDATE inspections SET status='answered', answer=?, answered_ms=?"
+	    " WHERE inspection_id=? AND status='pending'", "sis", text, now_ms(), rq->arg) < 0)
+		status = text ? internal(rq) : fail(rq, 500, "internal", "out of memory");
+	else
+		status = answer(rq, 200, json_pack("{s:s, s:s}", "status", "recorded",
+		    "inspection_id", rq->arg));
+	free(text);
+	free(run_id);
+	return status;
+}
+
+/* POST /v1/sessions/{sid}/inspections/{id}: the executor's answer,
+ * recorded once; a second answer is a conflict. */
+static int
+h_inspection_answer(struct req *rq)
+{
+	const char *p = rq->path + strlen("/v1/sessions/");
+	char sid[200];
+	int status;
+
+	/* the route matched, so p starts with a non-empty sid segment */
+	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(p, "/"), p);
+	if (!body_json(rq))
+		return 400;
+	if (rq->len > INSPECT_ANSWER_MAX)
+		return fail(rq, 400, "invalid", "answer larger than %d bytes", INSPECT_ANSWER_MAX);
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (!(status = sess_gate(rq, sid, NULL, false)))
+		status = inspection_record(rq, sid);
+	return tx_end(rq, status);
+}
+
+/* ------------------------------------------------------------------ */
 /* admin: sessions and faults                                          */
 
 /* Force session rq->arg into status. */
@@ -1321,15 +1732,16 @@ static int
 h_list_sessions(struct req *rq)
 {
 	static const char *const names[] = { "session_id", "executor_id", "status",
-		"incarnation", NULL };
+		"incarnation", "adopted_by", NULL };
 	json_t *out = json_object();
 
 	if (tx_begin(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "sessions", "SELECT session_id, executor_id, status, incarnation"
-	    " FROM sessions ORDER BY created_ms, rowid", NULL, names) < 0) {
+	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, status, incarnation,"
+	    " a.by_session FROM sessions s LEFT JOIN adoptions a ON a.session_id = s.session_id"
+	    " ORDER BY created_ms, s.rowid", NULL, names) < 0) {
 		json_decref(out);
 		return tx_end(rq, internal(rq));
 	}
@@ -1411,7 +1823,12 @@ static const struct route {
 	{ "DELETE", "/v1/sessions/*", h_close },
 	{ "GET", "/v1/sessions/*/work", h_work },
 	{ "POST", "/v1/sessions/*/receipts", h_receipts },
+	{ "POST", "/v1/sessions/*/adoptions", h_adopt },
 	{ "POST", "/v1/results", h_result },
+	{ "POST", "/v1/inspections", h_inspection_new },
+	{ "GET", "/v1/inspections/*", h_inspection_get },
+	{ "GET", "/v1/sessions/*/inspections", h_inspection_list },
+	{ "POST", "/v1/sessions/*/inspections/*", h_inspection_answer },
 	{ "POST", "/admin/runs", h_submit },
 	{ "GET", "/admin/runs", h_list_runs },
 	{ "GET", "/admin/runs/*", h_show_run },

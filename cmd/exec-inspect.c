@@ -4,6 +4,9 @@
  *   lookup   the InspectRetainedRun point lookup: the caller names the
  *            current session it holds; the answer is FOUND (a run stored
  *            under another binding), FILTERED (the caller's own) or ABSENT
+ *   relay    the same lookup for the inspections a client asked through
+ *            the dispatcher's API: fetch those waiting for the current
+ *            session, answer each exactly as lookup would, post the answers
  *   summary  the counts of every population
  *   list     one line per quarantined / unknown / retained / ... item
  *   show     everything stored about one run (the operator's view)
@@ -14,15 +17,19 @@
  * close), and a lookup never reads a run's program or arguments (an
  * authorizer refuses them).  Local file access is the operator's authority
  * for the views; the lookup is session-gated like every control effect.
+ * relay needs the session credential to talk to the dispatcher: it reads
+ * it before the guard goes up, and every lookup it answers runs under it.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
 #include "cli.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "relay.h"
 #include "runs.h"
 #include "state.h"
 #include "summary.h"
@@ -49,6 +56,7 @@ static const char USAGE[] =
 	"       exec-inspect [OPTION]... list KIND [--ids | -0]\n"
 	"       exec-inspect [OPTION]... show RUN_ID\n"
 	"       exec-inspect [OPTION]... metrics [--output FILE]\n"
+	"       exec-inspect [OPTION]... relay\n"
 	"Read stored runs without touching them.\n"
 	"\n"
 	"Commands:\n"
@@ -68,10 +76,15 @@ static const char USAGE[] =
 	"                 from never recorded\n"
 	"  metrics        the summary as Prometheus text (metrics named execkit_*), for\n"
 	"                 node_exporter's textfile collector\n"
+	"  relay          answer the inspections the dispatcher holds for the current\n"
+	"                 session (asked by clients of its API): each gets the answer\n"
+	"                 lookup would give, or ERROR with the reason and exit status;\n"
+	"                 one line per inspection answered\n"
 	"\n"
 	"Options:\n"
 	"      --session SID      the current session the caller holds (lookup)\n"
-	"      --timeout-ms N     wait at most N ms for the database (default 5000)\n"
+	"      --timeout-ms N     wait at most N ms for the database, and relay: for each\n"
+	"                         request to the dispatcher (default 5000)\n"
 	"      --ids              list: run ids only, one per line (for exec-report)\n"
 	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
 	"      --output FILE      metrics: replace FILE atomically (mode 0644) instead of\n"
@@ -84,13 +97,16 @@ static const char USAGE[] =
 	"The executor is shutting down while the file 'shutdown' in the state\n"
 	"directory is newer than its newest session; lookups then fail with 75.\n"
 	"\n"
-	"Exit status: 0 answered (FOUND, FILTERED and ABSENT alike); 64 usage;\n"
+	"Exit status: 0 answered (FOUND, FILTERED and ABSENT alike; relay: every\n"
+	"inspection fetched got its answer, ERROR included); 64 usage;\n"
 	"65 malformed run id, stored transaction id over 256 bytes, or damaged state;\n"
 	"66 no state directory, or show: nothing was ever recorded for the run;\n"
+	"69 relay: dispatcher unavailable;\n"
 	"73 metrics: cannot create the temporary file beside FILE; 74 write error;\n"
 	"75 the database stayed locked past --timeout-ms, or the executor is shutting\n"
-	"down; 77 no current session, or --session names another one (or unsafe\n"
-	"permissions); 78 state from another version.\n";
+	"down; 76 relay: the dispatcher refused an answer or answered nonsense;\n"
+	"77 no current session, or --session names another one, or relay: the\n"
+	"session is over (or unsafe permissions); 78 state from another version.\n";
 
 struct opts {
 	const char *state_dir, *session, *cmd, *arg, *output;
@@ -147,43 +163,38 @@ fmt_value(json_t *v, char *buf, size_t n)
 
 /* --- lookup ---------------------------------------------------------------- */
 
-static const char *const answer_name[] = {
-	[INSPECT_ABSENT] = "ABSENT", [INSPECT_FILTERED] = "FILTERED", [INSPECT_FOUND] = "FOUND",
-};
-
-static json_t *
-found_json(const struct inspect_found *f)
-{
-	json_t *o = json_pack("{s:s, s:s}", "answer", answer_name[f->answer], "run_id", f->run_id);
-
-	if (!o || f->answer != INSPECT_FOUND)
-		return o;
-	json_object_update_new(o, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s}",
-	    "incarnation", f->b.incarnation, "session_id", f->b.session_id, "txn_id", f->txn_id,
-	    "started", f->started < 0 ? json_null() : json_boolean(f->started),
-	    "start_marker", f->has_marker ? json_string(f->start_marker) : json_null(),
-	    "due_at", f->has_due ? json_integer(f->due_at) : json_null(),
-	    "state", f->state));
-	return o;
-}
-
-/* One line: ANSWER key=value ... */
+/* An answer on one line, without its end: the value of key bare, then
+ * key=value for every other field. */
 static void
-print_found(json_t *o)
+print_answer(json_t *o, const char *key)
 {
 	char buf[2048];
 	const char *k;
 	json_t *v;
 
 	json_object_foreach(o, k, v) {
-		if (strcmp(k, "answer") == 0) {
+		if (strcmp(k, key) == 0) {
 			fputs(json_string_value(v), stdout);
 			continue;
 		}
 		fmt_value(v, buf, sizeof buf);
 		printf(" %s=%s", k, buf);
 	}
-	putchar('\n');
+}
+
+/* The lookup for lookup and relay alike, under the shared hold that lets
+ * a closing session join it before it closes. */
+static int
+lookup_held(struct state *st, const char *sid, const char *run_id, int64_t timeout_ms,
+    struct inspect_found *f, struct ek_err *e)
+{
+	int hold, rc;
+
+	if ((hold = inspect_hold(st, mono_ms() + timeout_ms, e)) < 0)
+		return -1;
+	rc = inspect_lookup(st, sid, run_id, f, e);
+	inspect_release(hold);
+	return rc;
 }
 
 static int
@@ -191,24 +202,97 @@ cmd_lookup(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct inspect_found f;
 	json_t *j;
-	int hold, rc;
 
-	/* The hold lets a closing session join this lookup before it closes. */
-	if ((hold = inspect_hold(st, mono_ms() + o->timeout_ms, e)) < 0)
+	if (lookup_held(st, o->session, o->arg, o->timeout_ms, &f, e) < 0)
 		return -1;
-	rc = inspect_lookup(st, o->session, o->arg, &f, e);
-	inspect_release(hold);
-	if (rc < 0)
-		return -1;
-	if (!(j = found_json(&f)))
+	if (!(j = inspect_found_json(&f, "answer")))
 		return ek_fail(e, EK_OSERR, "out of memory");
 	if (o->json)
 		json_emit(stdout, j);
 	else {
-		print_found(j);
+		print_answer(j, "answer");
+		putchar('\n');
 		json_decref(j);
 	}
 	return 0;
+}
+
+/* --- relay ------------------------------------------------------------------- */
+
+/* What relay needs to talk to the dispatcher as the current session. */
+struct relay_ctx {
+	struct session s;
+	char cred[256];
+};
+
+/* Read the current session and its credential: before inspect_guard(),
+ * which forbids the credential to every later statement. */
+static int
+relay_begin(struct state *st, struct relay_ctx *r, struct ek_err *e)
+{
+	return session_require(st, NULL, &r->s, e) < 0 ||
+	    session_credential(st, &r->s.b, r->cred, sizeof r->cred, e) < 0 ? -1 : 0;
+}
+
+/* The answer to one inspection: the lookup's, or ERROR with its reason
+ * and the exit status lookup would have given.  NULL: out of memory. */
+static json_t *
+relay_answer(struct state *st, const struct opts *o, json_t *item)
+{
+	struct inspect_found f;
+	struct ek_err why = { 0 };
+
+	if (lookup_held(st, json_string_value(json_object_get(item, "session_id")),
+	    json_string_value(json_object_get(item, "run_id")), o->timeout_ms, &f, &why) == 0)
+		return inspect_found_json(&f, "outcome");
+	utf8_clip(why.msg, strlen(why.msg));   /* it may quote a cut of the request */
+	return json_pack("{s:s, s:s, s:i}", "outcome", "ERROR", "reason", why.msg,
+	    "exit_code", why.code ? why.code : EK_SOFTWARE);
+}
+
+/* Answer one inspection, post the answer, print it. */
+static int
+relay_one(struct state *st, const struct opts *o, const struct relay_ctx *r, json_t *item,
+    struct ek_err *e)
+{
+	const char *id = json_string_value(json_object_get(item, "inspection_id"));
+	json_t *a = relay_answer(st, o, item);
+	int rc;
+
+	if (!a)
+		return ek_fail(e, EK_OSERR, "out of memory");
+	if ((rc = relay_post(&r->s, r->cred, id, a, o->timeout_ms, e)) < 0) {
+		json_decref(a);
+		return -1;
+	}
+	if (o->json) {   /* a failed write is caught at exit (cli_finish) */
+		json_emit(stdout, json_pack("{s:s, s:b, s:o}", "inspection_id", id,
+		    "recorded", rc == 0, "answer", a));
+		return 0;
+	}
+	printf("%s ", id);
+	print_answer(a, "outcome");
+	puts(rc == 0 ? "" : " (not recorded: already answered)");
+	json_decref(a);
+	return 0;
+}
+
+/* Answer every inspection waiting for the current session, oldest first.
+ * A failed post stops the round; what is left waits for the next one. */
+static int
+cmd_relay(struct state *st, const struct opts *o, const struct relay_ctx *r, struct ek_err *e)
+{
+	json_t *list, *item;
+	size_t i;
+	int rc = 0;
+
+	if (relay_fetch(&r->s, r->cred, o->timeout_ms, &list, e) < 0)
+		return -1;
+	json_array_foreach(list, i, item)
+		if ((rc = relay_one(st, o, r, item, e)) < 0)
+			break;
+	json_decref(list);
+	return rc;
 }
 
 /* --- summary ------------------------------------------------------------------- */
@@ -417,11 +501,13 @@ check_operands(int argc, char **argv, struct opts *o)
 	bool lookup, needs_arg;
 
 	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (lookup, summary, list, show or metrics)");
+		return cli_usage_error(PROG, "missing command (lookup, summary, list, show, metrics "
+		    "or relay)");
 	o->cmd = argv[optind++];
 	lookup = strcmp(o->cmd, "lookup") == 0;
 	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0;
-	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0)
+	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
+	    strcmp(o->cmd, "relay") != 0)
 		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
 	if (strcmp(o->cmd, "list") == 0 && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
@@ -496,12 +582,15 @@ main(int argc, char **argv)
 	struct opts o = { 0 };
 	struct state st;
 	struct ek_err e = { 0 };
+	struct relay_ctx r = { 0 };
 	int64_t deadline;
 	int rc = parse_args(argc, argv, &o);
+	bool relay;
 
 	if (rc)
 		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
 	deadline = mono_ms() + o.timeout_ms;
+	relay = strcmp(o.cmd, "relay") == 0;
 	if ((strcmp(o.cmd, "lookup") == 0 || strcmp(o.cmd, "show") == 0) && !run_id_valid(o.arg)) {
 		/* an error, never an answer about a run */
 		ek_fail(&e, EK_DATAERR, "malformed run id: a run id is 1 to %d bytes of [A-Za-z0-9._:-]",
@@ -511,9 +600,13 @@ main(int argc, char **argv)
 	if (inspect_wait_readable(cli_state_dir(o.state_dir), deadline, &e) < 0 ||
 	    state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = inspect_guard(&st, strcmp(o.cmd, "lookup") == 0 ? INSPECT_LOOKUP : INSPECT_VIEW, deadline, &e);
+	rc = relay ? relay_begin(&st, &r, &e) : 0;
 	if (rc == 0)
-		rc = dispatch(&st, &o, &e);
+		rc = inspect_guard(&st, relay || strcmp(o.cmd, "lookup") == 0 ? INSPECT_LOOKUP :
+		    INSPECT_VIEW, deadline, &e);
+	if (rc == 0)
+		rc = relay ? cmd_relay(&st, &o, &r, &e) : dispatch(&st, &o, &e);
+	memset(r.cred, 0, sizeof r.cred);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

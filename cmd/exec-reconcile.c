@@ -4,7 +4,8 @@
  *
  * A pass takes at most --max results (default 32), oldest first, through
  * the results_deliverable index: only results this session can still
- * deliver (not refused, bound to this session), so undeliverable rows never
+ * deliver (not refused, bound to this session or to one it adopted, see
+ * exec-session adopt), so undeliverable rows never
  * crowd out deliverable ones however many there are.  It stops when its
  * budget is spent or the session turns out to be over.  It reads and
  * sends only: it never touches queued work and never runs a guest.
@@ -79,9 +80,9 @@ struct pass {
 	bool session_over;
 };
 
-/* The pass's selection: deliverable results of b, oldest first. */
+/* Append up to max deliverable results of b, oldest first, to p->ids. */
 static int
-select_batch(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
+select_binding(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id FROM results INDEXED BY results_deliverable "
 	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0 ORDER BY chosen_at LIMIT ?3", e);
@@ -91,12 +92,29 @@ select_batch(struct state *st, const struct binding *b, int max, struct pass *p,
 		return -1;
 	db_bind_text(q, 1, b->incarnation);
 	db_bind_text(q, 2, b->session_id);
-	db_bind_i64(q, 3, max);
-	p->n = 0;
+	db_bind_i64(q, 3, max - p->n);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		db_col_text(q, 0, p->ids[p->n++], sizeof p->ids[0]);
 	sqlite3_finalize(q);
 	return rc < 0 ? -1 : 0;
+}
+
+/* The pass's selection: the session's own results first, then those of
+ * the bindings it adopted, each through the results_deliverable index. */
+static int
+select_batch(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
+{
+	struct binding adopted[PASS_MAX];
+	int i, n = 0;
+
+	p->n = 0;
+	if (select_binding(st, b, max, p, e) < 0 ||
+	    (p->n < max && session_adopted(st, b, adopted, PASS_MAX, &n, e) < 0))
+		return -1;
+	for (i = 0; p->n < max && i < n; i++)
+		if (select_binding(st, &adopted[i], max, p, e) < 0)
+			return -1;
+	return 0;
 }
 
 static void

@@ -466,6 +466,7 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 	run_free(&r);
 	if (rc < 0 || run_mark_cancel(st, o->run_id, &r, e) < 0)
 		return -1;
+	crash_point("cancel-marked");
 	rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled", &won, e);
 	if (rc == 0 && strcmp(r.state, "queued") == 0)
 		rc = cancel_queued(st, o, &r, e);

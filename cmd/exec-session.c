@@ -13,8 +13,10 @@
 #include "binding.h"
 #include "cli.h"
 #include "client.h"
+#include "crash.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "result.h"
 #include "runs.h"
 #include "state.h"
 #include "summary.h"
@@ -35,15 +37,19 @@ static const struct option options[] = {
 static const char USAGE[] =
 	"Usage: exec-session [OPTION]... open --dispatcher URL\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
+	"       exec-session [OPTION]... adopt SESSION_ID\n"
 	"Negotiate, keep and end the executor's control session.\n"
 	"\n"
 	"Commands:\n"
 	"  open       negotiate a new session (the previous one becomes replaced),\n"
 	"             quarantine rows of every other binding, print the startup report\n"
-	"  heartbeat  extend the lease; says 'reconcile-due' when results wait\n"
+	"  heartbeat  extend the lease; says 'reconcile-due' when results wait, and\n"
+	"             adds 'inspect-due' when the dispatcher holds inspections for it\n"
 	"  close      end the session at the dispatcher and here\n"
 	"  show       list every session this state has had\n"
 	"  report     print the startup report without opening a session\n"
+	"  adopt SID  let the current session deliver the results retained under the\n"
+	"             earlier session SID, once the dispatcher has recorded the adoption\n"
 	"\n"
 	"Options:\n"
 	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
@@ -53,12 +59,13 @@ static const char USAGE[] =
 	"  -h, --help             show this help and exit\n"
 	"      --version          show the version and exit\n"
 	"\n"
-	"Exit status: 0 ok; 64 usage; 65 corrupt state; 66 no state directory;\n"
-	"69 dispatcher unavailable; 76 dispatcher answered nonsense; 77 no current\n"
-	"session or session over; 78 state from another version.\n";
+	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
+	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
+	"answered nonsense or refused the adoption; 77 no current session or session\n"
+	"over; 78 state from another version.\n";
 
 struct opts {
-	const char *state_dir, *dispatcher, *cmd;
+	const char *state_dir, *dispatcher, *cmd, *arg;
 	int64_t timeout_ms;
 	int json;
 };
@@ -134,6 +141,7 @@ cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
 		return -1;
 	snprintf(s.dispatcher, sizeof s.dispatcher, "%s", o->dispatcher);
 	s.opened_at = now_ms();
+	crash_point("session-negotiated");
 	rc = session_begin(st, &s, cred, e);
 	memset(cred, 0, sizeof cred);
 	if (rc < 0 || summary_read(st, &sm, e) < 0)
@@ -146,7 +154,7 @@ cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
 /* Ask the dispatcher about the current session; mark it over if it says so. */
 static int
 session_call(struct state *st, const struct opts *o, const char *method, const char *what,
-    json_t **ans, struct session *s, struct ek_err *e)
+    json_t *body, json_t **ans, struct session *s, struct ek_err *e)
 {
 	char path[256], cred[256], over[16] = "";
 	int rc;
@@ -155,7 +163,7 @@ session_call(struct state *st, const struct opts *o, const char *method, const c
 	    session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
 	snprintf(path, sizeof path, "/v1/sessions/%s%s", s->b.session_id, what);
-	rc = client_call(s->dispatcher, method, path, cred, NULL, o->timeout_ms, ans, over, e);
+	rc = client_call(s->dispatcher, method, path, cred, body, o->timeout_ms, ans, over, e);
 	memset(cred, 0, sizeof cred);
 	if (rc < 0 && over[0]) {
 		struct ek_err e2;
@@ -180,17 +188,19 @@ static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct session s;
-	int64_t n;
+	int64_t n, pending;
 
-	if (session_require(st, NULL, &s, e) < 0 || session_heartbeat(st, &s, o->timeout_ms, e) < 0 ||
+	if (session_require(st, NULL, &s, e) < 0 ||
+	    session_heartbeat_pending(st, &s, o->timeout_ms, &pending, e) < 0 ||
 	    deliverable_count(st, &n, e) < 0)
 		return -1;
 	if (o->json)
-		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I}", "event", "heartbeat",
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:b, s:I}", "event", "heartbeat",
 		    "session_id", s.b.session_id, "status", "current", "reconcile_due", n > 0,
-		    "deliverable", (json_int_t)n));
-	else
-		printf("%s\n", n > 0 ? "reconcile-due" : "current");
+		    "deliverable", (json_int_t)n, "inspect_due", pending > 0,
+		    "inspections_pending", (json_int_t)pending));
+	else   /* exec-loop reads these words */
+		printf("%s%s\n", n > 0 ? "reconcile-due" : "current", pending > 0 ? " inspect-due" : "");
 	return 0;
 }
 
@@ -199,7 +209,7 @@ static int
 close_session(struct state *st, const struct opts *o, struct session *s, struct ek_err *e)
 {
 	json_t *ans = NULL;
-	int rc = session_call(st, o, "DELETE", "", &ans, s, e);
+	int rc = session_call(st, o, "DELETE", "", NULL, &ans, s, e);
 
 	json_decref(ans);
 	if (rc < 0 && e->code != EK_UNAVAILABLE && e->code != EK_PROTOCOL)
@@ -231,6 +241,57 @@ cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
 	rc = close_session(st, o, &s, e);
 	inspect_unquiesce(st, hold);
 	return rc;
+}
+
+/* The earlier session sid of this state, which the current one may adopt. */
+static int
+adoptable(struct state *st, const char *sid, const struct session *cur, struct session *old,
+    struct ek_err *e)
+{
+	struct binding b = cur->b;
+	int rc;
+
+	snprintf(b.session_id, sizeof b.session_id, "%s", sid);
+	if ((rc = session_find(st, &b, old, e)) < 0)
+		return -1;
+	if (rc == 0)
+		return ek_fail(e, EK_DATAERR, "no session '%s' of dispatcher incarnation '%s' in this "
+		    "state (a dispatcher adopts only sessions it issued itself)", sid, b.incarnation);
+	if (strcmp(old->status, "current") == 0)
+		return ek_fail(e, EK_DATAERR, "session '%s' is the current session: its results "
+		    "need no adoption", sid);
+	return 0;
+}
+
+/* Adopt an earlier session's retained results: the dispatcher first, which
+ * fences it (only this executor's current session, only an ended one),
+ * then here.  Nothing is relabelled: results keep their binding. */
+static int
+cmd_adopt(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session cur, old;
+	json_t *req, *ans = NULL;
+	int64_t n;
+	int rc;
+
+	if (session_require(st, NULL, &cur, e) < 0 || adoptable(st, o->arg, &cur, &old, e) < 0)
+		return -1;
+	req = json_pack("{s:s}", "session_id", old.b.session_id);
+	rc = session_call(st, o, "POST", "/adoptions", req, &ans, &cur, e);
+	json_decref(req);
+	json_decref(ans);
+	if (rc == 0)
+		crash_point("adopted-there");
+	if (rc < 0 || session_adopt(st, &old.b, &cur.b, e) < 0 ||
+	    result_count_deliverable(st, &old.b, &n, e) < 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:I}", "event", "session_adopt",
+		    "session_id", old.b.session_id, "by", cur.b.session_id, "deliverable", (json_int_t)n));
+	else
+		printf("session %s (%s) adopted by %s: %lld retained results now deliverable\n",
+		    old.b.session_id, old.status, cur.b.session_id, (long long)n);
+	return 0;
 }
 
 static int
@@ -283,9 +344,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		default: return cli_bad_option(PROG, argv);
 		}
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error(PROG, optind == argc ? "missing command" : "too many operands");
+	if (optind == argc)
+		return cli_usage_error(PROG, "missing command");
 	o->cmd = argv[optind];
+	if (strcmp(o->cmd, "adopt") == 0 && optind + 2 != argc)
+		return cli_usage_error(PROG, "adopt needs one SESSION_ID (an earlier session of this state)");
+	if (strcmp(o->cmd, "adopt") != 0 && optind + 1 != argc)
+		return cli_usage_error(PROG, "too many operands");
+	o->arg = argv[optind + 1];
 	if (strcmp(o->cmd, "open") == 0 && !o->dispatcher)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
 	if (strcmp(o->cmd, "open") != 0 && o->dispatcher)
@@ -309,7 +375,7 @@ main(int argc, char **argv)
 	if (strcmp(o.cmd, "open") == 0)
 		flags = STATE_CREATE;
 	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
-	    strcmp(o.cmd, "show") && strcmp(o.cmd, "report"))
+	    strcmp(o.cmd, "show") && strcmp(o.cmd, "report") && strcmp(o.cmd, "adopt"))
 		return cli_usage_error(PROG, "unknown command '%s'", o.cmd);
 	if (state_open(&st, cli_state_dir(o.state_dir), flags, &e) < 0)
 		return ek_report(PROG, &e);
@@ -321,6 +387,8 @@ main(int argc, char **argv)
 		rc = cmd_close(&st, &o, &e);
 	else if (strcmp(o.cmd, "show") == 0)
 		rc = session_each(&st, show_one, &o, &e);
+	else if (strcmp(o.cmd, "adopt") == 0)
+		rc = cmd_adopt(&st, &o, &e);
 	else
 		rc = cmd_report(&st, &o, &e);
 	state_close(&st);

@@ -197,3 +197,86 @@ session_each(struct state *st, int (*fn)(const struct session *, void *), void *
 	sqlite3_finalize(q);
 	return rc < 0 ? -1 : 0;
 }
+
+/* Is `old` adopted by the current session?  1, 0, or -1. */
+static int
+adopted_by_current(struct state *st, const struct binding *old, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM adoptions a JOIN sessions s "
+	    "ON s.incarnation = a.by_incarnation AND s.session_id = a.by_session_id "
+	    "WHERE a.incarnation = ?1 AND a.session_id = ?2 AND s.status = 'current'", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, old->incarnation);
+	db_bind_text(q, 2, old->session_id);
+	rc = db_step(&st->db, q, e);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int
+session_authority(struct state *st, const struct binding *b, struct session *s, struct ek_err *e)
+{
+	int rc = session_find(st, b, s, e), adopted;
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		memset(s, 0, sizeof *s);
+		s->b = *b;
+		snprintf(s->status, sizeof s->status, "unknown");
+	}
+	if (rc == 1 && strcmp(s->status, "current") == 0)
+		return 1;
+	if (rc == 0 || (adopted = adopted_by_current(st, b, e)) == 0)
+		return 0;
+	if (adopted < 0)
+		return -1;
+	return session_current(st, s, e) < 0 ? -1 : 1;
+}
+
+int
+session_adopted(struct state *st, const struct binding *by, struct binding *out, int max,
+    int *n, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT incarnation, session_id FROM adoptions "
+	    "WHERE by_incarnation = ?1 AND by_session_id = ?2 ORDER BY adopted_at, session_id LIMIT ?3", e);
+	int rc;
+
+	*n = 0;
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, by->incarnation);
+	db_bind_text(q, 2, by->session_id);
+	db_bind_i64(q, 3, max);
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		db_col_text(q, 0, out[*n].incarnation, sizeof out[*n].incarnation);
+		db_col_text(q, 1, out[*n].session_id, sizeof out[*n].session_id);
+		(*n)++;
+	}
+	sqlite3_finalize(q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+session_adopt(struct state *st, const struct binding *old, const struct binding *by, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	q = db_prep(&st->db, "INSERT INTO adoptions(incarnation, session_id, by_incarnation, "
+	    "by_session_id, adopted_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING", e);
+	if (!q) {
+		db_rollback(&st->db);
+		return -1;
+	}
+	db_bind_text(q, 1, old->incarnation);
+	db_bind_text(q, 2, old->session_id);
+	db_bind_text(q, 3, by->incarnation);
+	db_bind_text(q, 4, by->session_id);
+	db_bind_i64(q, 5, now_ms());
+	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
+}

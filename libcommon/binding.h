@@ -54,6 +54,34 @@ int session_end_in(struct state *st, const struct binding *b, const char *status
 /* Record a successful heartbeat of b. */
 int session_beat(struct state *st, const struct binding *b, struct ek_err *e);
 
+/*
+ * Adoption (schema/003_adoptions.sql).  A result may be delivered by the
+ * session that accepted its run while that session is current, or by the
+ * current session if it adopted that binding (explicitly, after the
+ * dispatcher recorded the same adoption).
+ */
+
+/* SQL: the current session may deliver the results of table t's row (t has
+ * incarnation and session_id columns): the row is bound to it, or to a
+ * session it adopted.  The one definition of "not orphaned". */
+#define SQL_DELIVERABLE_HERE(t) "EXISTS (SELECT 1 FROM sessions cs WHERE cs.status = 'current' " \
+	"AND ((cs.incarnation = " t ".incarnation AND cs.session_id = " t ".session_id) " \
+	"OR EXISTS (SELECT 1 FROM adoptions ad WHERE ad.incarnation = " t ".incarnation " \
+	"AND ad.session_id = " t ".session_id AND ad.by_incarnation = cs.incarnation " \
+	"AND ad.by_session_id = cs.session_id)))"
+
+/* Who may deliver what b accepted: 1 with *s the current session when b is
+ * current or adopted by it; 0 when nobody may (*s is b's session when this
+ * state knows it, status "unknown" otherwise); -1 error. */
+int session_authority(struct state *st, const struct binding *b, struct session *s, struct ek_err *e);
+
+/* The bindings adopted by `by`, oldest adoption first, at most max. */
+int session_adopted(struct state *st, const struct binding *by, struct binding *out, int max,
+    int *n, struct ek_err *e);
+
+/* Record that `by` adopted `old` (one transaction; again is a no-op). */
+int session_adopt(struct state *st, const struct binding *old, const struct binding *by, struct ek_err *e);
+
 /* All sessions, oldest first; callback per row; stops on non-zero. */
 int session_each(struct state *st, int (*fn)(const struct session *, void *), void *arg, struct ek_err *e);
 

@@ -23,11 +23,12 @@ client_id_field(json_t *o, const char *key, size_t max)
 	return s;
 }
 
-static int
-answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)
+int
+client_answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)
 {
 	const char *err = json_string_value(json_object_get(o, "error"));
 	const char *st = json_string_value(json_object_get(o, "status"));
+	const char *detail = json_string_value(json_object_get(o, "detail"));
 
 	if (r->status == 0)
 		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable: %s", url, r->transport);
@@ -39,8 +40,8 @@ answer_error(const char *url, const struct http_reply *r, json_t *o, char *over,
 		return ek_fail(e, EK_NOSESSION, "%s: session is over (%s)", url,
 		    r->status == 410 && st ? st : "credential refused");
 	}
-	return ek_fail(e, EK_PROTOCOL, "%s: dispatcher answered HTTP %ld%s%s", url, r->status,
-	    err ? ": " : "", err ? err : "");
+	return ek_fail(e, EK_PROTOCOL, "%s: dispatcher answered HTTP %ld%s%s%s%.300s", url, r->status,
+	    err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
 }
 
 int
@@ -67,7 +68,7 @@ client_call(const char *base, const char *method, const char *path, const char *
 	} else if (r.status >= 200 && r.status < 300) {
 		rc = ek_fail(e, EK_PROTOCOL, "%s: malformed answer (not a JSON object)", url);
 	} else {
-		rc = answer_error(url, &r, o, over, e);
+		rc = client_answer_error(url, &r, o, over, e);
 	}
 	if (rc < 0)
 		json_decref(o);
@@ -78,16 +79,30 @@ client_call(const char *base, const char *method, const char *path, const char *
 int
 session_heartbeat(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e)
 {
+	int64_t pending;
+
+	return session_heartbeat_pending(st, s, timeout_ms, &pending, e);
+}
+
+int
+session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_ms,
+    int64_t *pending, struct ek_err *e)
+{
 	char path[256], cred[256], over[16] = "";
-	json_t *ans = NULL;
+	json_t *ans = NULL, *n;
 	struct ek_err e2;
 	int rc;
 
+	*pending = 0;
 	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
 	snprintf(path, sizeof path, "/v1/sessions/%s/heartbeat", s->b.session_id);
 	rc = client_call(s->dispatcher, "POST", path, cred, NULL, timeout_ms, &ans, over, e);
 	memset(cred, 0, sizeof cred);
+	/* a dispatcher without inspections says nothing: none are pending */
+	n = json_object_get(ans, "inspections_pending");
+	if (json_is_integer(n) && json_integer_value(n) > 0)
+		*pending = json_integer_value(n);
 	json_decref(ans);
 	if (rc < 0 && over[0] && session_end(st, &s->b, over, &e2) < 0)
 		*e = e2;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "http.h"
 
 #define CLIENT_TIMEOUT_MS 5000
 
@@ -21,6 +22,11 @@
 int client_call(const char *base, const char *method, const char *path, const char *cred,
     json_t *body, int64_t timeout_ms, json_t **out, char *over, struct ek_err *e);
 
+/* The error of a reply that is not a 2xx answer (o: its parsed body or
+ * NULL), classified as client_call() does; returns -1. */
+int client_answer_error(const char *url, const struct http_reply *r, json_t *o, char *over,
+    struct ek_err *e);
+
 struct state;
 struct session;
 
@@ -28,6 +34,12 @@ struct session;
  * is recorded; when the dispatcher says the session is over, it is ended
  * here too (EK_NOSESSION).  0 or -1. */
 int session_heartbeat(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e);
+
+/* As session_heartbeat; *pending receives how many inspections the
+ * dispatcher holds for this session (exec-inspect relay answers them),
+ * 0 when it does not say. */
+int session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_ms,
+    int64_t *pending, struct ek_err *e);
 
 /* Make sure s is still the dispatcher's current session before starting
  * work, by asking it.  An unreachable dispatcher is tolerated while the

@@ -112,20 +112,22 @@ deliver_exit_code(enum deliver_status s)
 	return EK_SOFTWARE;
 }
 
-/* Is b still the current session here?  Fills rep when it is not. */
+/* May b's results be delivered now: b is the current session, or the
+ * current session adopted b?  1 with *s the session whose credential
+ * carries the report; 0 with rep filled; -1 error. */
 static int
 session_usable(struct state *st, const struct binding *b, struct deliver_report *rep,
     struct session *s, struct ek_err *e)
 {
-	int rc = session_find(st, b, s, e);
+	int rc = session_authority(st, b, s, e);
 
-	if (rc < 0)
-		return -1;
-	if (rc == 1 && strcmp(s->status, "current") == 0)
-		return 1;
+	if (rc != 0)
+		return rc;
 	rep->status = DELIVER_SESSION_OVER;
-	snprintf(rep->detail, sizeof rep->detail, "the run's session '%s' is %s",
-	    b->session_id[0] ? b->session_id : "(empty binding)", rc ? s->status : "unknown here");
+	snprintf(rep->detail, sizeof rep->detail, "the run's session '%s' is %s%s",
+	    b->session_id[0] ? b->session_id : "(empty binding)",
+	    strcmp(s->status, "unknown") == 0 ? "unknown here" : s->status,
+	    strcmp(s->status, "unknown") == 0 ? "" : " and not adopted by the current session");
 	return 0;
 }
 
@@ -143,12 +145,13 @@ no_result(struct state *st, const char *run_id, struct deliver_report *rep, stru
 }
 
 /*
- * A batch goes through rounds.  Each round is three steps: count one
- * attempt for every pending result (one transaction), send them one by one
- * over the process's keep-alive connection, then settle every answer (one
- * transaction: receipts, refusals, diagnostics).  So a batch of n costs
- * three commits per round instead of three per result, and an attempt is
- * still counted durably before it is sent.  An attempt counted but not sent
+ * A batch is claimed in one transaction, then goes through rounds.  Each
+ * round is three steps: count one attempt for every pending result (one
+ * transaction), send them one by one over the process's keep-alive
+ * connection, then settle every answer (one transaction: receipts,
+ * refusals, diagnostics).  So a batch of n costs 1 + 2 commits per round
+ * instead of 3 per result, and an attempt is still counted durably before
+ * it is sent.  An attempt counted but not sent
  * (the budget ran out, or the session ended first) is taken back when the
  * round settles.  The claims taken at the start are released in the last
  * round's transaction.
@@ -157,6 +160,7 @@ struct job {
 	const char *run_id;
 	struct deliver_report *rep;
 	struct result r;
+	struct binding auth;   /* whose credential carries it: r.b's, or its adopter's */
 	bool claimed;   /* ours until released */
 	bool done;      /* settled for this call: no further attempt */
 	bool counted;   /* an attempt counted in this round */
@@ -191,6 +195,7 @@ claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
 	}
 	if ((rc = session_usable(b->st, &j->r.b, j->rep, &s, e)) <= 0)
 		return rc;
+	j->auth = s.b;
 	if ((rc = result_claim_in(b->st, &j->r, b->owner, until, e)) < 0)
 		return -1;
 	if (rc == 0) {
@@ -267,7 +272,8 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 		j->done = true;
 		return rc;
 	}
-	if (session_credential(b->st, &j->r.b, cred, sizeof cred, e) < 0)
+	j->auth = s.b;
+	if (session_credential(b->st, &j->auth, cred, sizeof cred, e) < 0)
 		return -1;
 	snprintf(url, sizeof url, "%s/v1/results", s.dispatcher);
 	rc = http_request("POST", url, cred, j->r.body, j->r.body_len, b->deadline - mono_ms(), &reply, e);
@@ -319,7 +325,7 @@ settle_one(struct batch *b, struct job *j, struct ek_err *e)
 		rep->status = DELIVER_SESSION_OVER;
 		if (result_note_in(b->st, j->run_id, NULL, v->diag, e) < 0)
 			return -1;
-		return session_end_in(b->st, &j->r.b, v->status, e);
+		return session_end_in(b->st, &j->auth, v->status, e);
 	case DC_TRANSIENT:
 		rep->status = DELIVER_FAILED;
 		return result_note_in(b->st, j->run_id, NULL, v->diag, e);

@@ -2,9 +2,10 @@
  * deliver — report retained results to the dispatcher.  exec-run,
  * exec-report and exec-reconcile all deliver through deliver_batch().
  *
- * Invariants: every attempt sends the stored body unchanged, under the
- * binding that accepted the run and only while that binding is the current
- * session; at most max_attempts attempts, all before the deadline, which a
+ * Invariants: every attempt sends the stored body unchanged (it names the
+ * binding that accepted the run), only while that binding is the current
+ * session or was adopted by it (binding.h), with the current session's
+ * credential; at most max_attempts attempts, all before the deadline, which a
  * failing report never extends; one deliverer per result at a time (a
  * claim); the attempt is counted durably before it is sent.
  */
@@ -51,8 +52,8 @@ struct deliver_report {
 };
 
 /* Deliver the retained results of run_ids[0..n-1], in order, finishing
- * before deadline_mono: each with at most max_attempts attempts, three
- * commits per round for the whole batch.  reps[i] tells run_ids[i]'s fate.
+ * before deadline_mono: each with at most max_attempts attempts; one
+ * commit claims the batch and two per round serve all of it (deliver.c).  reps[i] tells run_ids[i]'s fate.
  * 0, or -1 on a local error. */
 int deliver_batch(struct state *st, const char *const *run_ids, int n, int max_attempts,
     int64_t deadline_mono, struct deliver_report *reps, struct ek_err *e);

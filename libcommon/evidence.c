@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "binding.h"
 #include "evidence.h"
 #include "jsonout.h"
 
 /* Selects the population; the same WHERE clause deletes it afterwards. */
-#define EVIDENCE_WHERE " WHERE (refused = 1 OR NOT EXISTS (SELECT 1 FROM sessions s " \
-	"WHERE s.status = 'current' AND s.incarnation = results.incarnation " \
-	"AND s.session_id = results.session_id)) AND chosen_at <= ?1"
+#define EVIDENCE_WHERE " WHERE (refused = 1 OR NOT " SQL_DELIVERABLE_HERE("results") ") " \
+	"AND chosen_at <= ?1"
 
 static json_t *
 row_json(sqlite3_stmt *q)

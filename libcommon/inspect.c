@@ -350,6 +350,29 @@ inspect_lookup(struct state *st, const char *sid, const char *run_id,
 	return 0;
 }
 
+static const char *const answer_name[] = {
+	[INSPECT_ABSENT] = "ABSENT", [INSPECT_FILTERED] = "FILTERED", [INSPECT_FOUND] = "FOUND",
+};
+
+json_t *
+inspect_found_json(const struct inspect_found *f, const char *key)
+{
+	json_t *o = json_pack("{s:s, s:s}", key, answer_name[f->answer], "run_id", f->run_id);
+
+	if (!o || f->answer != INSPECT_FOUND)
+		return o;
+	if (json_object_update_new(o, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s}",
+	    "incarnation", f->b.incarnation, "session_id", f->b.session_id, "txn_id", f->txn_id,
+	    "started", f->started < 0 ? json_null() : json_boolean(f->started),
+	    "start_marker", f->has_marker ? json_string(f->start_marker) : json_null(),
+	    "due_at", f->has_due ? json_integer(f->due_at) : json_null(),
+	    "state", f->state)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* --- rows as JSON ---------------------------------------------------------- */
 
 static json_t *
@@ -423,8 +446,8 @@ static const char *const list_sql[] = {
 	    "WHERE state = 'unknown' ORDER BY unknown_at, rowid",
 	RESULT_COLS ", last_diag FROM results WHERE refused = 0 ORDER BY chosen_at, rowid",
 	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1 ORDER BY chosen_at, rowid",
-	CUR RESULT_COLS ", last_diag FROM results WHERE refused = 0 AND NOT " MINE("results")
-	    " ORDER BY chosen_at, rowid",
+	RESULT_COLS ", last_diag FROM results WHERE refused = 0 AND NOT "
+	    SQL_DELIVERABLE_HERE("results") " ORDER BY chosen_at, rowid",
 	CUR "SELECT run_id, incarnation, session_id, due_at, txn_id FROM runs "
 	    "WHERE state = 'queued' AND " MINE("runs") " ORDER BY due_at, rowid",
 	CUR "SELECT run_id, incarnation, session_id, started_at, start_marker, sup_pid, guest_pid "

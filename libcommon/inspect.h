@@ -104,6 +104,13 @@ struct inspect_found {
 int inspect_lookup(struct state *st, const char *sid, const char *run_id,
     struct inspect_found *f, struct ek_err *e);
 
+/* The answer as a new JSON object: {key: "FOUND"|"FILTERED"|"ABSENT",
+ * "run_id"} and, for FOUND, incarnation, session_id, txn_id, started,
+ * start_marker, due_at and state, in that order.  key is "answer" for
+ * exec-inspect lookup and "outcome" for an answer relayed to the
+ * dispatcher.  NULL when out of memory. */
+json_t *inspect_found_json(const struct inspect_found *f, const char *key);
+
 /* The list kinds, NULL-terminated: quarantined unknown retained refused
  * orphaned queued running receipts. */
 extern const char *const inspect_list_kinds[];

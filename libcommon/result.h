@@ -79,6 +79,10 @@ int result_ack_in(struct state *st, const char *run_id, int64_t record_id, struc
 int result_note_in(struct state *st, const char *run_id, const char *refused_cause,
     const char *diag, struct ek_err *e);
 
+/* How many retained results of b are not refused (deliverable by whoever
+ * may deliver b's results). */
+int result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e);
+
 /* A receipt exists for run_id: 1 yes, 0 no, -1 error. */
 int receipt_exists(struct state *st, const char *run_id, struct ek_err *e);
 

@@ -1,15 +1,17 @@
 /* summary — see summary.h. */
 #include <string.h>
 
+#include "binding.h"
 #include "summary.h"
 
-/* One pass over each table; "current" is the one current session, if any. */
+/* One pass over each table; "current" is the one current session, if any;
+ * a result is "mine" (deliverable unless refused) when its binding is the
+ * current session or one the current session adopted. */
 static const char SUMMARY_SQL[] =
 	"WITH cur AS (SELECT incarnation, session_id FROM sessions WHERE status = 'current'),"
 	" r AS (SELECT state, EXISTS (SELECT 1 FROM cur WHERE cur.incarnation = runs.incarnation"
 	"        AND cur.session_id = runs.session_id) AS mine FROM runs),"
-	" x AS (SELECT refused, chosen_at, EXISTS (SELECT 1 FROM cur WHERE cur.incarnation ="
-	"        results.incarnation AND cur.session_id = results.session_id) AS mine FROM results)"
+	" x AS (SELECT refused, chosen_at, " SQL_DELIVERABLE_HERE("results") " AS mine FROM results)"
 	" SELECT"
 	"  (SELECT count(*) FROM r WHERE mine AND state = 'queued'),"
 	"  (SELECT count(*) FROM r WHERE mine AND state = 'started'),"

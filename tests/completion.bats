@@ -52,9 +52,9 @@ sorted() { LC_ALL=C sort; }
 
 @test "subcommands, their subcommands and list kinds come from the usage lines" {
 	run complete_words exec-session ''
-	assert_output "$(printf '%s\n' open heartbeat close show report)"
+	assert_output "$(printf '%s\n' open heartbeat close show report adopt)"
 	run complete_words exec-inspect ''
-	assert_output "$(printf '%s\n' lookup summary list show metrics)"
+	assert_output "$(printf '%s\n' lookup summary list show metrics relay)"
 	run complete_words exec-inspect --json s
 	assert_output "$(printf '%s\n' summary show)"
 	run complete_words exec-run s
@@ -94,6 +94,15 @@ sorted() { LC_ALL=C sort; }
 	assert_output "$sid"
 	run complete_words exec-accept --session "${sid:0:6}"
 	assert_output "$sid"
+}
+
+@test "exec-session adopt <TAB> offers the sessions of this state that have ended" {
+	populate
+	open_session                                       # a third: two have ended
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status <> 'current'")" = 2 ]
+	run complete_words exec-session adopt ''
+	assert_output "$(sql "SELECT session_id FROM sessions WHERE status <> 'current' ORDER BY seq")"
+	refute_output --partial "$(current_session)"
 }
 
 @test "--state-dir on the command line wins over EXEC_STATE_DIR; no state offers nothing" {

@@ -2,7 +2,9 @@
 # --help says, what its man page says, and what its bash completion offers.
 # Load after helpers.
 
+# shellcheck disable=SC2034  # read by the .bats files that load this one
 TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect exec-shares exec-dispatcher exec-loop"
+# shellcheck disable=SC2034
 MANDIR=$SRC/doc/man
 COMPLETION=$BUILD/completions/execkit.bash
 BASH_COMPLETION_MAIN=/usr/share/bash-completion/bash_completion

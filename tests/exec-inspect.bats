@@ -4,40 +4,7 @@
 # program or arguments; and the operator's read-only views.
 
 load helpers
-
-# A write to the real state database, as a damaged or legacy state would be.
-sql_write() {
-	sqlite3 "$EXEC_STATE_DIR/state.db" "$1"
-}
-
-# A row accepted before bindings existed: empty incarnation and session id.
-legacy_row() {
-	sql_write "INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
-		VALUES ('$1', '${2:-t-$1}', '', '', '{}', 'legacy:$1', 0);
-		INSERT INTO runs(run_id, txn_id, incarnation, session_id, program, args, due_at)
-		VALUES ('$1', '${2:-t-$1}', '', '', '/bin/true', '[]', 0);"
-}
-
-# Two runs under a first session, then a second session: a1 and a2 are
-# quarantined; b1 is accepted under the second (current) one.
-two_sessions() {
-	start_dispatcher
-	open_session
-	OLD_SID=$(current_session)
-	{ spec a1 /bin/echo '["secret-arg"]'; spec a2; } | exec-accept >/dev/null
-	open_session
-	SID=$(current_session)
-	spec b1 | exec-accept >/dev/null
-	[ -n "$OLD_SID" ] && [ -n "$SID" ] && [ "$OLD_SID" != "$SID" ]
-}
-
-# Hashes of state.db and its WAL (absent files hash as "none").
-state_hash() {
-	local f
-	for f in "$EXEC_STATE_DIR/state.db" "$EXEC_STATE_DIR/state.db-wal"; do
-		if [ -e "$f" ]; then sha256sum <"$f"; else echo none; fi
-	done
-}
+load inspect
 
 # Hold state.db from another process for $2 seconds; $1 is the SQL that
 # takes the lock.  Returns once the lock is held.

@@ -15,20 +15,21 @@ load /usr/lib/bats/bats-assert/load
 # the system's sysexits.h: the tests never keep a copy of the numbers.
 eval "$(sed -n 's/^[[:space:]]*\(EK_[A-Z]*\) = \(EX_[A-Z]*\),.*/\1 \2/p' "$SRC/libcommon/err.h" |
 	while read -r ek ex; do
-		printf '%s=%s\n' "$ek" "$(sed -n "s/^#define[[:space:]]*$ex[[:space:]]*\([0-9]*\).*/\1/p" /usr/include/sysexits.h)"
+		printf '%s=%s\n' "$ek" "$(sed -n "s/^#define[[:space:]]*${ex}[[:space:]]*\([0-9]*\).*/\1/p" /usr/include/sysexits.h)"
 	done)"
 
 export EXEC_STATE_DIR="$BATS_TEST_TMPDIR/state"
 unset EXEC_CRASH_AT
 
 # start_dispatcher [ARGS...]: sets DISP_URL and DISP_PID.
+# shellcheck disable=SC2120  # the .bats files pass ARGS
 start_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port" i
+	local portfile="$BATS_TEST_TMPDIR/disp.port" _
 	rm -f "$portfile"
 	exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
 		--quiet "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
-	for i in $(seq 1 200); do
+	for _ in $(seq 1 200); do
 		[ -s "$portfile" ] && break
 		sleep 0.025
 	done
@@ -87,8 +88,8 @@ submit_and_accept() {
 
 # wait_for CMD...: retry CMD for up to 10 s (bounded).
 wait_for() {
-	local i
-	for i in $(seq 1 200); do
+	local _
+	for _ in $(seq 1 200); do
 		"$@" && return 0
 		sleep 0.05
 	done
@@ -120,8 +121,8 @@ ready() {
 
 # wait_until 'SHELL CONDITION': re-evaluate the condition for up to 10 s.
 wait_until() {
-	local i
-	for i in $(seq 1 200); do
+	local _
+	for _ in $(seq 1 200); do
 		eval "$1" && return 0
 		sleep 0.05
 	done

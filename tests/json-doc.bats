@@ -62,4 +62,11 @@ setup_file() {
 	assert_line --regexp '^\{"answer":"FOUND","run_id":"k-old",.*"start_marker":null,"due_at":null,"state":"retained"\}$'
 	assert_line '{"answer":"FILTERED","run_id":"q-new"}'
 	assert_line '{"answer":"ABSENT","run_id":"nope"}'
+	# the same answers relayed through the dispatcher, and an ERROR
+	run cat "$out/relay.jsonl"
+	assert_line --regexp '^\{"inspection_id":"insp-[0-9a-f]+","recorded":true,"answer":\{"outcome":"FOUND","run_id":"q-old",.*"state":"queued"\}\}$'
+	assert_line --regexp '^\{"inspection_id":"insp-[0-9a-f]+","recorded":true,"answer":\{"outcome":"FOUND","run_id":"k-old",.*"state":"retained"\}\}$'
+	assert_line --regexp '^\{"inspection_id":"insp-[0-9a-f]+","recorded":true,"answer":\{"outcome":"FILTERED","run_id":"q-new"\}\}$'
+	assert_line --regexp '^\{"inspection_id":"insp-[0-9a-f]+","recorded":true,"answer":\{"outcome":"ABSENT","run_id":"nope"\}\}$'
+	assert_line --regexp '^\{"inspection_id":"insp-[0-9a-f]+","recorded":true,"answer":\{"outcome":"ERROR","reason":"malformed run id: [^"]*","exit_code":65\}\}$'
 }

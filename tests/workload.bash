@@ -77,6 +77,7 @@ workload() {
 	exec-run wait --timeout-ms 10000 >/dev/null
 
 	# The first session ends; the second quarantines q-old and orphans k-old.
+	FIRST_SID=$WORKLOAD_SID
 	j event exec-session open --json --dispatcher "$DISP_URL"
 	WORKLOAD_SID=$(current_session)
 	j session exec-session show --json
@@ -113,12 +114,19 @@ workload() {
 	for id in q-old u1 k-old ref1 ok1 q-new s2; do
 		j show exec-inspect show "$id" --json
 	done
+
+	# The same lookups asked by a client through the dispatcher, and an ERROR.
+	for id in q-old k-old q-new nope 'bad id'; do
+		admin POST /v1/inspections "{\"run_id\":\"$id\",\"session_id\":\"$WORKLOAD_SID\"}" >/dev/null
+	done
+	j relay exec-inspect relay --json
 }
 
-# workload_housekeeping OUT: the records of exec-reconcile's housekeeping
-# and of closing; run last (it removes refused and orphaned results).
+# workload_housekeeping OUT: the records of adopting, of exec-reconcile's
+# housekeeping and of closing; run last (it removes refused results).
 workload_housekeeping() {
 	OUT=$1
+	j event exec-session adopt "$FIRST_SID" --json   # k-old: deliverable again, not exported
 	j event exec-reconcile --json --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --prune-receipts 30d
 	exec-run cancel s2 --session "$WORKLOAD_SID" >/dev/null

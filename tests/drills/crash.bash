@@ -286,7 +286,8 @@ witness_deliver() {
 # crash_drill POINT: every seed of one point, then the tally.
 crash_drill() {
 	local point=$1 s fn
-	CRASHES=0   # counted by crash() in drill.bash
+	# shellcheck disable=SC2034  # counted by crash() in drill.bash
+	CRASHES=0
 	case $point in
 	accept-*) fn=seed_accept ;;
 	start-marker|after-spawn|result-chosen) fn=seed_before_retain ;;

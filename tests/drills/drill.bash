@@ -48,6 +48,7 @@ ran() {
 check() {
 	local out rc=0
 	out=$("$DRILLS/check-invariants" --ledger "$LEDGER" "$@" "$EXEC_STATE_DIR" "$DISP_URL" 2>&1) || rc=$?
+	# shellcheck disable=SC2034  # bats-assert reads it
 	output=$out   # for assert_output after a check
 	if [ "$rc" -ne 0 ]; then
 		printf '%s\n' "$out" >&2
@@ -126,9 +127,9 @@ kill_dispatcher() {
 }
 
 restart_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port" port=${DISP_URL##*:} i
+	local portfile="$BATS_TEST_TMPDIR/disp.port" port=${DISP_URL##*:} _
 	rm -f "$portfile"
-	for i in $(seq 1 100); do   # the port was just freed; bounded retries
+	for _ in $(seq 1 100); do   # the port was just freed; bounded retries
 		exec-dispatcher --port "$port" --port-file "$portfile" --store "${1:-$BATS_TEST_TMPDIR/disp.db}" \
 			--lease-ms 3600000 --quiet >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 		DISP_PID=$!
@@ -170,6 +171,7 @@ fiu_enable() {
 }
 
 # fiu_wait: the status of the process started by fiu_start.
+# shellcheck disable=SC2034  # the io-faults tests read FIU_STATUS
 fiu_wait() {
 	FIU_STATUS=0
 	wait "$FIU_PID" || FIU_STATUS=$?

@@ -4,7 +4,9 @@
 # a new negotiation on this executor).  Declared outcome: the guests finish
 # once, their results are retained, delivery stops at once (at most the
 # one attempt that learned of it), nothing is charged, the old session's
-# queued runs stay quarantined, and nothing is ever sent under the new one.
+# queued runs stay quarantined, and nothing is ever sent under the new one
+# until it adopts the old session explicitly; then the results are
+# delivered once each, and the queued runs stay quarantined still.
 
 load drill
 
@@ -56,6 +58,24 @@ observe() {
 	run exec-run cancel --session "$(current_session)" mq
 	[ "$status" -eq "$EK_NOSESSION" ]                  # not cancellable by the new session
 	check --drained
+	# (with a 2 s lease and no heartbeat, the new session would lapse too)
+	[ "${3:-}" = short-lease ] || adopt_and_drain
+}
+
+# The way out, explicit: the new session adopts OLD; the drain delivers its
+# results once each, with their stored bodies; mq stays quarantined.
+adopt_and_drain() {
+	local id
+	exec-session adopt "$OLD" >/dev/null
+	exec-reconcile --drain >/dev/null
+	for id in m1 m2 m3; do
+		[ "$(val "SELECT count(*) FROM receipts WHERE run_id = '$id' AND session_id = '$OLD'")" = 1 ]
+		[ "$(disp_charges "$id")" = 1 ]
+		[ "$(disp_hashes "$id" | sort -u | wc -l)" = 1 ]
+	done
+	exec-run start --wait >/dev/null
+	[ "$(ran mq)" = 0 ]
+	check --drained
 }
 
 @test "session revoked mid-work: results retained, delivery stops at once, nothing charged" {
@@ -73,7 +93,7 @@ observe() {
 @test "session lease runs out mid-work (no heartbeat): the same" {
 	mid_work --lease-ms 2000 --heartbeat-ms 500
 	wait_until 'admin GET /admin/sessions | grep -q "\"$OLD\",\"executor_id\":\"[0-9a-f]*\",\"status\":\"expired\""'
-	observe expired 1
+	observe expired 1 short-lease
 }
 
 @test "session replaced by the dispatcher mid-work: the same" {
@@ -99,5 +119,65 @@ observe() {
 	[ "$(ran mq)" = 0 ]
 	run exec-session report --json
 	assert_output --partial '"quarantined":{"total":1,'
+	check --drained
+	adopt_and_drain
+}
+
+# Two results of session OLD retained (their reports failed), as a restart
+# leaves them.
+retained_under_old() {
+	start_dispatcher
+	open_session
+	OLD=$(current_session)
+	submit "$(gspec k1)" "$(gspec k2 1)"
+	exec-accept --from-dispatcher >/dev/null
+	fault 5xx 1000
+	exec-run start --wait --budget-ms 100 >/dev/null
+	admin DELETE /admin/faults >/dev/null
+	[ "$(val "SELECT count(*) FROM results WHERE refused = 0")" = 2 ]
+}
+
+disp_session_status() {
+	admin GET /admin/sessions | grep -o "\"session_id\":\"$1\"[^}]*" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4
+}
+
+@test "kill -9 of exec-session open after the dispatcher issued the session: the next heartbeat ends the old one; open and adopt recover" {
+	retained_under_old
+	crash session-negotiated exec-session open --dispatcher "$DISP_URL"
+	# witness: here OLD is still current; there it was replaced by a session never stored here
+	[ "$(current_session)" = "$OLD" ]
+	[ "$(disp_session_status "$OLD")" = replaced ]
+	[ "$(admin GET /admin/sessions | grep -o '"status":"current"' | wc -l)" = 1 ]
+	[ "$(val "SELECT count(*) FROM sessions")" = 1 ]
+	run exec-session heartbeat
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(val "SELECT status FROM sessions WHERE session_id = '$OLD'")" = replaced ]
+	# declared action: open again, adopt OLD, drain
+	open_session
+	exec-session adopt "$OLD" >/dev/null
+	exec-reconcile --drain >/dev/null
+	for id in k1 k2; do
+		[ "$(disp_charges "$id")" = 1 ]
+		[ "$(ran "$id")" = 1 ]
+	done
+	check --drained
+}
+
+@test "kill -9 of exec-session adopt after the dispatcher recorded it: nothing is sent until adopt runs again" {
+	retained_under_old
+	open_session
+	local reports
+	crash adopted-there exec-session adopt "$OLD"
+	# witness: adopted there, not here; nothing deliverable, nothing sent
+	admin GET /admin/sessions | grep -q "\"session_id\":\"$OLD\"[^}]*\"adopted_by\":\"$(current_session)\""
+	[ "$(val "SELECT count(*) FROM adoptions")" = 0 ]
+	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
+	exec-reconcile --drain >/dev/null
+	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]
+	# declared action: adopt again (the same answer there), then drain
+	exec-session adopt "$OLD" >/dev/null
+	[ "$(val "SELECT count(*) FROM adoptions")" = 1 ]
+	exec-reconcile --drain >/dev/null
+	for id in k1 k2; do [ "$(disp_charges "$id")" = 1 ]; done
 	check --drained
 }
