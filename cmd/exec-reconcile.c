@@ -95,7 +95,7 @@ select_binding(struct state *st, const struct binding *b, int max, struct pass *
 	db_bind_i64(q, 3, max - p->n);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		db_col_text(q, 0, p->ids[p->n++], sizeof p->ids[0]);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 

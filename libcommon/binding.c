@@ -39,7 +39,7 @@ one_session(struct state *st, sqlite3_stmt *q, struct session *s, struct ek_err 
 
 	if (rc == 1)
 		read_session(q, s);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -93,7 +93,7 @@ session_credential(struct state *st, const struct binding *b, char *buf, size_t 
 	rc = db_step(&st->db, q, e);
 	if (rc == 1)
 		db_col_text(q, 0, buf, n);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc == 0)
 		return ek_fail(e, EK_NOSESSION, "session '%s' is not current", b->session_id);
 	return rc < 0 ? -1 : 0;
@@ -194,7 +194,7 @@ session_each(struct state *st, int (*fn)(const struct session *, void *), void *
 		if (fn(&s, arg) != 0)
 			break;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -212,7 +212,7 @@ adopted_by_current(struct state *st, const struct binding *old, struct ek_err *e
 	db_bind_text(q, 1, old->incarnation);
 	db_bind_text(q, 2, old->session_id);
 	rc = db_step(&st->db, q, e);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -256,7 +256,7 @@ session_adopted(struct state *st, const struct binding *by, struct binding *out,
 		db_col_text(q, 1, out[*n].session_id, sizeof out[*n].session_id);
 		(*n)++;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -124,6 +124,7 @@ db_close(struct db *db)
 	if (db->wrote)
 		checkpoint_if_large(db);
 	sqlite3_commit_hook(db->h, NULL, NULL);
+	db_drop_kept(db);
 	sqlite3_close_v2(db->h);
 	db->h = NULL;
 }
@@ -168,13 +169,48 @@ db_rollback(struct db *db)
 sqlite3_stmt *
 db_prep(struct db *db, const char *sql, struct ek_err *e)
 {
+	struct db_kept *k = NULL;
 	sqlite3_stmt *st = NULL;
+	int i;
 
-	if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+	for (i = 0; db->keep && i < db->nkept; i++)
+		if (db->kept[i].sql == sql && !db->kept[i].busy) {
+			db->kept[i].busy = true;
+			return db->kept[i].st;
+		}
+	if (db->keep && db->nkept < DB_KEPT_MAX)
+		k = &db->kept[db->nkept];
+	if (sqlite3_prepare_v3(db->h, sql, -1, k ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL) != SQLITE_OK) {
 		db_fail(db, e, "prepare");
 		return NULL;
 	}
+	if (k) {
+		*k = (struct db_kept){ .sql = sql, .st = st, .busy = true };
+		db->nkept++;
+	}
 	return st;
+}
+
+void
+db_done(struct db *db, sqlite3_stmt *st)
+{
+	int i;
+
+	for (i = 0; st && i < db->nkept; i++)
+		if (db->kept[i].st == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			db->kept[i].busy = false;
+			return;
+		}
+	sqlite3_finalize(st);
+}
+
+void
+db_drop_kept(struct db *db)
+{
+	while (db->nkept > 0)
+		sqlite3_finalize(db->kept[--db->nkept].st);
 }
 
 void
@@ -215,7 +251,7 @@ db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e)
 {
 	int rc = db_step(db, st, e);
 
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -19,12 +19,24 @@
 /* db_close() of a writer checkpoints a WAL larger than this. */
 #define WAL_CHECKPOINT_BYTES (256 * 1024)
 
+/* Statements a connection keeps prepared (see db_prep()). */
+#define DB_KEPT_MAX 48
+
+struct db_kept {
+	const char *sql;    /* the key: the address of the statement's text */
+	sqlite3_stmt *st;
+	bool busy;          /* handed out by db_prep(), not yet back through db_done() */
+};
+
 struct db {
 	sqlite3 *h;
 	const char *path;   /* for messages */
 	bool in_write;      /* inside db_begin_write() */
 	bool committing;    /* db_commit() in progress: the hook allows it */
 	bool wrote;         /* a write transaction was committed */
+	bool keep;          /* db_prep() keeps statements prepared (one thread only) */
+	int nkept;
+	struct db_kept kept[DB_KEPT_MAX];
 };
 
 /* Open path with the settings every connection needs (busy_timeout first,
@@ -44,19 +56,31 @@ int db_begin_write(struct db *db, struct ek_err *e);
 int db_commit(struct db *db, struct ek_err *e);
 void db_rollback(struct db *db);
 
-/* Prepare sql; NULL with e filled on failure. */
+/* Prepare sql; NULL with e filled on failure.  Hand the statement back
+ * with db_done(), never sqlite3_finalize(): when db->keep is set, the
+ * statement stays prepared for the next db_prep() of the same text (keyed
+ * by the address of sql, a string literal), which saves parsing it again
+ * on every row of a batch or a drain. */
 sqlite3_stmt *db_prep(struct db *db, const char *sql, struct ek_err *e);
+
+/* Done with st (NULL is fine): reset and unbound if db keeps it, which
+ * also ends its read; finalized otherwise. */
+void db_done(struct db *db, sqlite3_stmt *st);
+
+/* Finalize every kept statement, before a change to what preparing checks
+ * (an authorizer).  None may be in use. */
+void db_drop_kept(struct db *db);
 
 /* Bind helpers: index is 1-based; text NULL binds SQL NULL. */
 void db_bind_text(sqlite3_stmt *st, int i, const char *s);
 void db_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n);
 void db_bind_i64(sqlite3_stmt *st, int i, int64_t v);
 
-/* Step a statement that returns no row; finalize it. 0 or -1 (e filled). */
+/* Step a statement that returns no row; db_done() it. 0 or -1 (e filled). */
 int db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 
 /* Finish a write of one statement: step st inside the transaction the
- * caller began, finalize it, commit; roll back on failure.  Returns the
+ * caller began, db_done() it, commit; roll back on failure.  Returns the
  * number of rows st changed, or -1 (e filled). */
 int db_commit_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 

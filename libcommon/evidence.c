@@ -47,7 +47,7 @@ write_rows(struct state *st, FILE *f, int64_t cutoff, int64_t *n, struct ek_err 
 		}
 		(*n)++;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 

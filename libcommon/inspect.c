@@ -94,6 +94,9 @@ inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct
 {
 	sqlite3 *h = st->db.h;
 
+	/* The authorizer judges a statement when it is prepared: nothing
+	 * prepared before it may be reused after it. */
+	db_drop_kept(&st->db);
 	if (db_exec(&st->db, "PRAGMA query_only=ON", e) < 0)
 		return -1;
 	sqlite3_db_config(h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
@@ -227,7 +230,7 @@ read_run_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 		f->has_due = true;
 		f->due_at = sqlite3_column_int64(q, 5);
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -254,7 +257,7 @@ read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 		snprintf(f->state, sizeof f->state, "retained");
 		f->started = sqlite3_column_int(q, 3);
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -270,7 +273,7 @@ newest_session(struct state *st, int64_t *at, struct ek_err *e)
 	rc = db_step(&st->db, q, e);
 	if (rc == 1)
 		*at = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -490,7 +493,7 @@ inspect_list(struct state *st, const char *kind, int (*fn)(json_t *, void *), vo
 		return -1;
 	}
 	rc = list_rows(st, q, fn, arg, e);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	end_read(st);
 	return rc < 0 ? -1 : 0;
 }
@@ -526,7 +529,7 @@ one_row(struct state *st, const char *sql, const char *key, const char *key2, js
 	rc = db_step(&st->db, q, e);
 	if (rc >= 0)
 		*out = rc == 1 ? row_json(q) : json_null();
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc >= 0 && !*out)
 		return ek_fail(e, EK_OSERR, "out of memory");
 	return rc < 0 ? -1 : 0;
@@ -658,7 +661,7 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 	else if (rc == 0) {
 		if ((rc = db_step(&st->db, q, e)) == 1)
 			f->attempts = sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
+		db_done(&st->db, q);
 		rc = rc < 0 ? -1 : 0;
 	}
 	end_read(st);

@@ -128,7 +128,7 @@ result_load(struct state *st, const char *run_id, struct result *r, struct ek_er
 	rc = db_step(&st->db, q, e);
 	if (rc == 1 && read_result(q, r) < 0)
 		rc = ek_fail(e, EK_OSERR, "out of memory");
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -240,7 +240,7 @@ receipt_exists(struct state *st, const char *run_id, struct ek_err *e)
 		return -1;
 	db_bind_text(q, 1, run_id);
 	rc = db_step(&st->db, q, e);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -257,6 +257,6 @@ result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, 
 	db_bind_text(q, 2, b->session_id);
 	if ((rc = db_step(&st->db, q, e)) == 1)
 		*n = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }

@@ -237,9 +237,9 @@ acceptor_free(struct acceptor *a)
 {
 	if (!a)
 		return;
-	sqlite3_finalize(a->find);
-	sqlite3_finalize(a->ins_accept);
-	sqlite3_finalize(a->ins_run);
+	db_done(&a->st->db, a->find);
+	db_done(&a->st->db, a->ins_accept);
+	db_done(&a->st->db, a->ins_run);
 	free(a);
 }
 
@@ -255,7 +255,7 @@ last_seq(struct acceptor *a, struct ek_err *e)
 		return -1;
 	if ((rc = db_step(&a->st->db, q, e)) == 1)
 		a->seq = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_done(&a->st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -425,7 +425,7 @@ run_load(struct state *st, const char *run_id, struct run *r, struct ek_err *e)
 	rc = db_step(&st->db, q, e);
 	if (rc == 1)
 		read_run(q, r);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -524,7 +524,7 @@ run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		if (fn((const char *)sqlite3_column_text(q, 0), arg) != 0)
 			break;
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -543,7 +543,7 @@ run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err 
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		if (proc_alive((pid_t)sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)))
 			(*n)++;
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -608,7 +608,7 @@ run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e)
 			break;
 		}
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc < 0)
 		goto fail;
 	return db_commit(&st->db, e);
@@ -638,7 +638,7 @@ run_mark_cancel(struct state *st, const char *run_id, struct run *r, struct ek_e
 		read_run(q, r);
 	if (rc == 1 && db_step(&st->db, q, e) < 0)
 		rc = -1;
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc <= 0) {
 		db_rollback(&st->db);
 		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", run_id);

@@ -207,7 +207,7 @@ rows_select(struct state *st, enum sel sel, const char *run_id, const char *dim,
 			break;
 		*stale += r->v[r->n - 1].stale;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -243,7 +243,7 @@ rows_refresh(struct state *st, struct rows *r, struct ek_err *e)
 		rc = db_step(&st->db, q, e) < 0 ? -1 : 0;
 		r->v[i].stale = false;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc;
 }
 
@@ -631,7 +631,7 @@ insert_members(struct state *st, const char *run_id, json_t *dims, int64_t weigh
 		if ((rc = db_step(&st->db, q, e)) < 0)
 			break;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -673,7 +673,7 @@ delete_members(struct state *st, const char *run_id, json_t *dims, struct ek_err
 	db_bind_text(q, 1, run_id);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		json_array_append_new(dims, json_string((const char *)sqlite3_column_text(q, 0)));
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc < 0 || !(q = db_prep(&st->db, "DELETE FROM share_members WHERE run_id = ?1", e)))
 		return -1;
 	db_bind_text(q, 1, run_id);
@@ -728,7 +728,7 @@ store_capacity(struct state *st, const char *dim, int64_t capacity, int64_t *gen
 	db_bind_text(q, 1, dim);
 	if ((rc = db_step(&st->db, q, e)) == 1)
 		*gen = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -776,7 +776,7 @@ no_share(struct state *st, const char *run_id, const char *dim, struct ek_err *e
 		return -1;
 	db_bind_text(q, 1, run_id);
 	rc = db_step(&st->db, q, e);
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (rc < 0)
 		return -1;
 	if (rc == 0)
@@ -838,6 +838,6 @@ shares_dims(struct state *st, int (*fn)(const struct share_dim *, void *), void 
 		d.total_weight = sqlite3_column_int64(q, 4);
 		stop = fn(&d, arg);
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return stop ? stop : (rc < 0 ? -1 : 0);
 }

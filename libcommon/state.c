@@ -151,7 +151,7 @@ pragma_int(struct db *db, const char *sql, int *out, struct ek_err *e)
 	rc = db_step(db, q, e);
 	if (rc == 1)
 		*out = sqlite3_column_int(q, 0);
-	sqlite3_finalize(q);
+	db_done(db, q);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -174,7 +174,7 @@ check_identity(struct state *st, int schema, struct ek_err *e)
 		else
 			db_col_text(q, 1, st->executor_id, sizeof st->executor_id);
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	if (q && rc < 0 && schema == SCHEMA_STEPS)
 		return -1;
 	if ((version[0] || schema == SCHEMA_STEPS) && strcmp(version, PACKAGE_VERSION) != 0)
@@ -198,6 +198,7 @@ open_db(struct state *st, bool create, struct ek_err *e)
 
 	if (db_open_untouched(&st->db, st->dbpath, create, e) < 0)
 		return -1;
+	st->db.keep = true;   /* the tools are single-threaded: statements are reused */
 	if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
 	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
 	    pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)

@@ -47,7 +47,7 @@ summary_read(struct state *st, struct summary *s, struct ek_err *e)
 		s->oldest_unreconciled_ms = sqlite3_column_int64(q, 9);
 		s->quarantined = s->quarantined_queued + s->quarantined_started;
 	}
-	sqlite3_finalize(q);
+	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
 
