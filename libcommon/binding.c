@@ -202,18 +202,10 @@ session_each(struct state *st, int (*fn)(const struct session *, void *), void *
 static int
 adopted_by_current(struct state *st, const struct binding *old, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM adoptions a JOIN sessions s "
+	return db_exists(&st->db, "SELECT 1 FROM adoptions a JOIN sessions s "
 	    "ON s.incarnation = a.by_incarnation AND s.session_id = a.by_session_id "
-	    "WHERE a.incarnation = ?1 AND a.session_id = ?2 AND s.status = 'current'", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, old->incarnation);
-	db_bind_text(q, 2, old->session_id);
-	rc = db_step(&st->db, q, e);
-	db_done(&st->db, q);
-	return rc;
+	    "WHERE a.incarnation = ?1 AND a.session_id = ?2 AND s.status = 'current'",
+	    old->incarnation, old->session_id, e);
 }
 
 int

@@ -191,6 +191,22 @@ db_prep(struct db *db, const char *sql, struct ek_err *e)
 	return st;
 }
 
+int
+db_exists(struct db *db, const char *sql, const char *a, const char *b, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(db, sql, e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, a);
+	if (b)
+		db_bind_text(q, 2, b);
+	rc = db_step(db, q, e);
+	db_done(db, q);
+	return rc;
+}
+
 void
 db_done(struct db *db, sqlite3_stmt *st)
 {

@@ -84,6 +84,10 @@ int db_exec_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
  * number of rows st changed, or -1 (e filled). */
 int db_commit_stmt(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 
+/* Does the query sql, with its text parameters ?1 = a and (unless NULL)
+ * ?2 = b, return a row?  1, 0, or -1 (e filled). */
+int db_exists(struct db *db, const char *sql, const char *a, const char *b, struct ek_err *e);
+
 /* Step once: 1 = row, 0 = done, -1 = error (e filled). */
 int db_step(struct db *db, sqlite3_stmt *st, struct ek_err *e);
 

@@ -233,15 +233,7 @@ result_note_in(struct state *st, const char *run_id, const char *refused_cause,
 int
 receipt_exists(struct state *st, const char *run_id, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM receipts WHERE run_id = ?1", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, run_id);
-	rc = db_step(&st->db, q, e);
-	db_done(&st->db, q);
-	return rc;
+	return db_exists(&st->db, "SELECT 1 FROM receipts WHERE run_id = ?1", run_id, NULL, e);
 }
 
 int

@@ -769,14 +769,9 @@ shares_set_capacity(struct state *st, const char *dimension, int64_t capacity, i
 static int
 no_share(struct state *st, const char *run_id, const char *dim, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM share_members WHERE run_id = ?1 LIMIT 1", e);
-	int rc;
+	int rc = db_exists(&st->db, "SELECT 1 FROM share_members WHERE run_id = ?1 LIMIT 1",
+	    run_id, NULL, e);
 
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, run_id);
-	rc = db_step(&st->db, q, e);
-	db_done(&st->db, q);
 	if (rc < 0)
 		return -1;
 	if (rc == 0)
