@@ -117,6 +117,41 @@ select_batch(struct state *st, const struct binding *b, int max, struct pass *p,
 	return 0;
 }
 
+/* How many results the session b can still deliver, its adopted ones
+ * included (for the progress line). */
+static int64_t
+left_to_deliver(struct state *st, const struct binding *b, struct ek_err *e)
+{
+	struct binding adopted[PASS_MAX];
+	int64_t total = 0, n;
+	int i, k = 0;
+
+	if (result_count_deliverable(st, b, &total, e) < 0 ||
+	    session_adopted(st, b, adopted, PASS_MAX, &k, e) < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		if (result_count_deliverable(st, &adopted[i], &n, e) < 0)
+			return -1;
+		total += n;
+	}
+	return total;
+}
+
+/* The drain's progress line on a terminal: totals so far, and what is left. */
+static void
+show_progress(struct state *st, const struct binding *b, int passes, int delivered,
+    int refused, int waiting)
+{
+	struct ek_err e = { 0 };
+	int64_t left = left_to_deliver(st, b, &e);
+
+	fprintf(stderr, "\r%s: pass %d: %d delivered, %d refused, %d waiting", PROG, passes,
+	    delivered, refused, waiting);
+	if (left >= 0)
+		fprintf(stderr, ", %lld left", (long long)left);
+	fputc(' ', stderr);
+}
+
 static void
 print_one(const struct opts *o, const char *id, const struct deliver_report *r)
 {
@@ -177,8 +212,7 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
 			    "waiting", p.waiting, "session_over", p.session_over));
 		if (o->drain && isatty(STDERR_FILENO))
-			fprintf(stderr, "\r%s: pass %d: %d delivered, %d refused, %d waiting ", PROG,
-			    passes, p.delivered, p.refused, p.waiting);
+			show_progress(st, &s.b, passes, delivered, refused, p.waiting);
 	} while (o->drain && !p.session_over && p.n == o->max && p.delivered + p.refused > 0 &&
 	    mono_ms() < deadline);
 	if (o->drain && isatty(STDERR_FILENO))
