@@ -33,10 +33,11 @@
  *   result      —           send_one()              request-sent
  *   result      receipt     settle_round()          acked-before-release / after-release
  *   result      refused     settle_round()          refusal-before-evidence
- *
- * (The delivery functions are in deliver.c; one transaction each covers a
- * whole batch of results.)
  *   run row     deleted     run_delete()            after-report
+ *   queued/started  marked  run_mark_cancel()       cancel-marked
+ *
+ * The delivery functions are in deliver.c; each of their transactions
+ * covers a whole batch of results.
  *
  * Invariants (the database enforces those marked *):
  *   1.* A binding, once written, never changes (triggers).
