@@ -104,37 +104,17 @@ select_binding(struct state *st, const struct binding *b, int max, struct pass *
 static int
 select_batch(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
 {
-	struct binding adopted[PASS_MAX];
+	struct binding adopted[RESULT_ADOPTED_MAX];
 	int i, n = 0;
 
 	p->n = 0;
 	if (select_binding(st, b, max, p, e) < 0 ||
-	    (p->n < max && session_adopted(st, b, adopted, PASS_MAX, &n, e) < 0))
+	    (p->n < max && session_adopted(st, b, adopted, RESULT_ADOPTED_MAX, &n, e) < 0))
 		return -1;
 	for (i = 0; p->n < max && i < n; i++)
 		if (select_binding(st, &adopted[i], max, p, e) < 0)
 			return -1;
 	return 0;
-}
-
-/* How many results the session b can still deliver, its adopted ones
- * included (for the progress line). */
-static int64_t
-left_to_deliver(struct state *st, const struct binding *b, struct ek_err *e)
-{
-	struct binding adopted[PASS_MAX];
-	int64_t total = 0, n;
-	int i, k = 0;
-
-	if (result_count_deliverable(st, b, &total, e) < 0 ||
-	    session_adopted(st, b, adopted, PASS_MAX, &k, e) < 0)
-		return -1;
-	for (i = 0; i < k; i++) {
-		if (result_count_deliverable(st, &adopted[i], &n, e) < 0)
-			return -1;
-		total += n;
-	}
-	return total;
 }
 
 /* The drain's progress line on a terminal: totals so far, and what is left. */
@@ -143,11 +123,11 @@ show_progress(struct state *st, const struct binding *b, int passes, int deliver
     int refused, int waiting)
 {
 	struct ek_err e = { 0 };
-	int64_t left = left_to_deliver(st, b, &e);
+	int64_t left;
 
 	fprintf(stderr, "\r%s: pass %d: %d delivered, %d refused, %d waiting", PROG, passes,
 	    delivered, refused, waiting);
-	if (left >= 0)
+	if (result_count_deliverable_by(st, b, &left, &e) == 0)
 		fprintf(stderr, ", %lld left", (long long)left);
 	fputc(' ', stderr);
 }

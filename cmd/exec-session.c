@@ -174,17 +174,6 @@ session_call(struct state *st, const struct opts *o, const char *method, const c
 }
 
 static int
-deliverable_count(struct state *st, int64_t *n, struct ek_err *e)
-{
-	struct summary sm;
-
-	if (summary_read(st, &sm, e) < 0)
-		return -1;
-	*n = sm.deliverable;
-	return 0;
-}
-
-static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct session s;
@@ -192,7 +181,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 
 	if (session_require(st, NULL, &s, e) < 0 ||
 	    session_heartbeat_pending(st, &s, o->timeout_ms, &pending, e) < 0 ||
-	    deliverable_count(st, &n, e) < 0)
+	    result_count_deliverable_by(st, &s.b, &n, e) < 0)
 		return -1;
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:b, s:I}", "event", "heartbeat",

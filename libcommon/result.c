@@ -252,3 +252,22 @@ result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, 
 	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }
+
+int
+result_count_deliverable_by(struct state *st, const struct binding *by, int64_t *n,
+    struct ek_err *e)
+{
+	struct binding adopted[RESULT_ADOPTED_MAX];
+	int64_t one;
+	int i, k;
+
+	if (result_count_deliverable(st, by, n, e) < 0 ||
+	    session_adopted(st, by, adopted, RESULT_ADOPTED_MAX, &k, e) < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		if (result_count_deliverable(st, &adopted[i], &one, e) < 0)
+			return -1;
+		*n += one;
+	}
+	return 0;
+}

@@ -20,6 +20,7 @@
 #define RESULT_MESSAGE_MAX 1024
 #define RESULT_DIAG_MAX 512
 #define CLAIM_OWNER_MAX 64
+#define RESULT_ADOPTED_MAX 256   /* adopted sessions a count or a pass looks at */
 
 struct result {
 	char run_id[RUN_ID_MAX + 1];
@@ -82,6 +83,12 @@ int result_note_in(struct state *st, const char *run_id, const char *refused_cau
 /* How many retained results of b are not refused (deliverable by whoever
  * may deliver b's results). */
 int result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e);
+
+/* How many results the session `by` may deliver: its own and those of the
+ * sessions it adopted, not refused.  Index range counts only, so the cost
+ * does not grow with undeliverable rows (a heartbeat asks every second). */
+int result_count_deliverable_by(struct state *st, const struct binding *by, int64_t *n,
+    struct ek_err *e);
 
 /* A receipt exists for run_id: 1 yes, 0 no, -1 error. */
 int receipt_exists(struct state *st, const char *run_id, struct ek_err *e);

@@ -33,6 +33,7 @@ SQL
 	crowd 20000
 	[ "$(sql "SELECT count(*) FROM results WHERE refused=0 AND session_id='ses-old'")" = 10000 ]
 	[ "$(sql "SELECT count(*) FROM results WHERE refused=1")" = 10000 ]
+	[ "$(exec-session heartbeat)" = reconcile-due ]
 	run exec-reconcile --json
 	[ "$status" -eq 0 ]
 	assert_line --partial '"event":"reconcile_pass","pass":1,"selected":32,"delivered":32'
@@ -43,6 +44,7 @@ SQL
 	run exec-reconcile --json
 	assert_line --partial '"selected":0'
 	[ "$(sql "SELECT count(*) FROM results")" = 20000 ]
+	[ "$(exec-session heartbeat)" = current ]      # the 20000 left are nothing to deliver
 	run sqlite3 "$EXEC_STATE_DIR/state.db" "EXPLAIN QUERY PLAN SELECT run_id FROM results INDEXED BY results_deliverable WHERE incarnation='a' AND session_id='b' AND refused=0 ORDER BY chosen_at LIMIT 32"
 	assert_output --partial "USING INDEX results_deliverable"
 }
