@@ -107,6 +107,27 @@ SQL
 	[ "$(sql "SELECT count(*) FROM results WHERE claim_owner IS NOT NULL")" = 0 ]
 }
 
+@test "under a dispatcher that keeps failing, a pass makes exactly 3 attempts per result, same bytes, and keeps them all" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	local id before=()
+	for id in d1 d2 d3 d4 d5; do before+=("$(sql "SELECT attempts FROM results WHERE run_id='$id'"):$(disp_reports "$id")"); done
+	fault 5xx 100000
+	run exec-reconcile --budget-ms 5000
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	local i=0 a r
+	for id in d1 d2 d3 d4 d5; do
+		a=${before[i]%%:*} r=${before[i]##*:}
+		[ "$(sql "SELECT attempts FROM results WHERE run_id='$id'")" = $((a + 3)) ]   # three rounds
+		[ "$(disp_reports "$id")" = $((r + 3)) ]
+		[ "$(disp_hashes "$id" | sort -u | wc -l)" = 1 ]                           # byte-identical
+		i=$((i + 1))
+	done
+	[ "$(sql "SELECT count(*) FROM results WHERE refused = 0 AND last_diag LIKE 'HTTP 503%'")" = 5 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE claim_owner IS NOT NULL")" = 0 ]
+}
+
 @test "no current session: exit 77, nothing sent" {
 	start_dispatcher
 	open_session
