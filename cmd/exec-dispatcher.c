@@ -375,9 +375,10 @@ fail:
 /* ------------------------------------------------------------------ */
 /* faults                                                              */
 
-enum fault_kind { F_NONE, F_DELAY, F_DROP_ACK, F_5XX, F_429, F_RESET, F_MALFORMED, F_HANG };
+enum fault_kind { F_NONE, F_DELAY, F_DROP_ACK, F_5XX, F_429, F_RESET, F_MALFORMED, F_HANG,
+	F_4XX };
 static const char *const fault_names[] = { "none", "delay", "drop_ack", "5xx", "429",
-	"reset", "malformed", "hang", NULL };
+	"reset", "malformed", "hang", "4xx", NULL };
 
 struct fault {
 	int kind;
@@ -1506,22 +1507,26 @@ h_inspection_new(struct req *rq)
 }
 
 /* Set rq->out to inspection rq->arg as it stands: 200 (*done once it is
- * answered), 404, or 500. */
+ * answered, or can no longer be), 404, or 500.  A pending inspection whose
+ * session is over is "unanswered": the session gate refuses every answer
+ * from it now, so waiting longer cannot help the client. */
 static int
 inspection_read(struct req *rq, bool *done)
 {
-	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT i.run_id, i.session_id, i.status, i.answer,"
-	    " i.answered_ms, s.status FROM inspections i LEFT JOIN sessions s"
-	    " ON s.session_id=i.session_id WHERE i.inspection_id=?", "s", rq->arg);
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT i.run_id, i.session_id, CASE WHEN"
+	    " i.status='pending' AND IFNULL(s.status, '')<>'current' THEN 'unanswered'"
+	    " ELSE i.status END, i.answer, i.answered_ms, s.status FROM inspections i"
+	    " LEFT JOIN sessions s ON s.session_id=i.session_id WHERE i.inspection_id=?",
+	    "s", rq->arg);
 	int r = st ? db_step(&store.db, st, &rq->e) : -1;
 	json_t *o = NULL;
 
 	if (r == 1) {
-		*done = strcmp(col(st, 2), "answered") == 0;
+		*done = strcmp(col(st, 2), "pending") != 0;
 		o = json_pack("{s:s, s:s, s:s, s:s, s:o}", "inspection_id", rq->arg,
 		    "run_id", col(st, 0), "session_id", col(st, 1), "status", col(st, 2),
 		    "session_status", col_json(st, 5));
-		if (o && *done) {
+		if (o && strcmp(col(st, 2), "answered") == 0) {
 			json_t *a = col(st, 3) ? json_loads(col(st, 3), 0, NULL) : NULL;
 			json_object_set_new(o, "answer", a ? a : json_null());
 			json_object_set_new(o, "answered_ms", json_integer(sqlite3_column_int64(st, 4)));
@@ -1757,7 +1762,7 @@ fault_parse(json_t *in, struct fault *f)
 	const char *kind = json_string_value(json_object_get(in, "kind"));
 
 	if (!json_is_object(in) || !kind || !one_of(kind, fault_names + 1))
-		return "kind must be delay, drop_ack, 5xx, 429, reset, malformed or hang";
+		return "kind must be delay, drop_ack, 5xx, 429, reset, malformed, hang or 4xx";
 	for (f->kind = 1; strcmp(fault_names[f->kind], kind) != 0; f->kind++)
 		;
 	if (c && (!json_is_integer(c) || json_integer_value(c) < 1))
@@ -1953,6 +1958,10 @@ serve(struct req *rq)
 		return respond(rq, status);
 	case F_429:
 		status = fail(rq, 429, "overloaded", "injected fault");
+		report_fault(rq, status);
+		return respond(rq, status);
+	case F_4XX:
+		status = fail(rq, 400, "invalid", "injected fault");
 		report_fault(rq, status);
 		return respond(rq, status);
 	case F_DELAY:

@@ -104,7 +104,8 @@ static const char USAGE[] =
 	"69 relay: dispatcher unavailable;\n"
 	"73 metrics: cannot create the temporary file beside FILE; 74 write error;\n"
 	"75 the database stayed locked past --timeout-ms, or the executor is shutting\n"
-	"down; 76 relay: the dispatcher refused an answer or answered nonsense;\n"
+	"down; 76 relay: the dispatcher refused an answer (the others are still\n"
+	"posted) or answered nonsense;\n"
 	"77 no current session, or --session names another one, or relay: the\n"
 	"session is over (or unsafe permissions); 78 state from another version.\n";
 
@@ -278,19 +279,32 @@ relay_one(struct state *st, const struct opts *o, const struct relay_ctx *r, jso
 }
 
 /* Answer every inspection waiting for the current session, oldest first.
- * A failed post stops the round; what is left waits for the next one. */
+ * A refused answer is reported and the round goes on, so one inspection
+ * the dispatcher will not take cannot hold back the ones behind it every
+ * heartbeat.  Any other failure (dispatcher unavailable, session over)
+ * stops the round; what is left waits for the next one. */
 static int
 cmd_relay(struct state *st, const struct opts *o, const struct relay_ctx *r, struct ek_err *e)
 {
 	json_t *list, *item;
-	size_t i;
+	size_t i, refused = 0;
 	int rc = 0;
 
 	if (relay_fetch(&r->s, r->cred, o->timeout_ms, &list, e) < 0)
 		return -1;
-	json_array_foreach(list, i, item)
-		if ((rc = relay_one(st, o, r, item, e)) < 0)
+	json_array_foreach(list, i, item) {
+		if ((rc = relay_one(st, o, r, item, e)) == 0)
+			continue;
+		if (e->code != EK_PROTOCOL)
 			break;
+		ek_report(PROG, e);
+		ek_clear(e);
+		refused++;
+		rc = 0;
+	}
+	if (rc == 0 && refused)
+		rc = ek_fail(e, EK_PROTOCOL, "the dispatcher refused %zu of %zu answers",
+		    refused, json_array_size(list));
 	json_decref(list);
 	return rc;
 }

@@ -275,6 +275,68 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$body" = '{"inspections":[]}' ]
 }
 
+@test "relay: an answer the dispatcher refuses is reported, and the inspections behind it are still answered" {
+	two_sessions
+	ask a1
+	first=$INSP
+	ask b1
+	second=$INSP
+	# the dispatcher refuses the first answer, once
+	fault 4xx 1 0 "/v1/sessions/$SID/inspections/$first"
+	run --separate-stderr exec-inspect relay
+	[ "$status" -eq "$EK_PROTOCOL" ] || fail "status $status: $stderr"
+	[[ "$stderr" == *"/inspections/$first: dispatcher answered HTTP 400"* ]] || fail "$stderr"
+	[[ "$stderr" == *"refused 1 of 2 answers"* ]] || fail "$stderr"
+	[ "${#lines[@]}" -eq 1 ] && [[ "${lines[0]}" == "$second FILTERED"* ]] || fail "$output"
+	answer_of "$second"
+	[ "$(jget "$body" '$.answer.outcome')" = FILTERED ]
+	answer_of "$first"
+	[ "$(jget "$body" '$.status')" = pending ]
+	# the refused one waits for the next relay, which answers it
+	run --separate-stderr exec-inspect relay
+	assert_success
+	[[ "$output" == "$first FOUND"* ]] || fail "$output"
+	answer_of "$first"
+	[ "$(jget "$body" '$.answer.outcome')" = FOUND ]
+}
+
+@test "relay: an unavailable dispatcher stops the round at once; the rest wait for the next" {
+	two_sessions
+	ask a1
+	first=$INSP
+	ask b1
+	second=$INSP
+	fault 5xx 1 0 "/v1/sessions/$SID/inspections/$first"
+	run --separate-stderr exec-inspect relay
+	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
+	[ -z "$output" ]
+	answer_of "$second"
+	[ "$(jget "$body" '$.status')" = pending ]
+	run exec-inspect relay
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "an inspection whose session ends unanswered reads 'unanswered' at once, even to a long wait" {
+	two_sessions
+	ask a1
+	answer_of "$INSP"
+	[ "$(jget "$body" '$.status')" = pending ]
+	admin POST "/admin/sessions/$SID/revoke" >/dev/null
+	# curl gives up after 10 s; a wait for the full 20 s would fail here
+	answer_of "$INSP" 20000
+	[ "$code" = 200 ] || fail "$code $body"
+	[ "$(jget "$body" '$.status')" = unanswered ]
+	[ "$(jget "$body" '$.session_status')" = revoked ]
+	[ "$(jget "$body" '$.answer')" = "" ]
+	# the executor of the ended session cannot answer it any more
+	cred=$(sqlite3 "$EXEC_STATE_DIR/state.db" "SELECT credential FROM sessions WHERE status = 'current'")
+	api POST "/v1/sessions/$SID/inspections/$INSP" '{"outcome":"ABSENT","run_id":"a1"}' "$cred"
+	[ "$code" = 410 ]
+	answer_of "$INSP"
+	[ "$(jget "$body" '$.status')" = unanswered ]
+}
+
 @test "relay: a dispatcher that is down exits 69, no current session 77; usage" {
 	two_sessions
 	ask a1
