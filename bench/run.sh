@@ -326,6 +326,18 @@ SQL
 	ro=$(tail -n 1 "$d/rss.ours")
 	rs=$(tail -n 1 "$d/rss.sqlite")
 	row "$label peak RSS vs sqlite3 shell" "$ro KiB" "$rs KiB" "$(ratio "$ro" "$rs")" "<= 4096 KiB"
+	# The operator's summary over the same rows, against the sqlite3 shell
+	# counting them by binding and state (the least the summary must read).
+	local -a sum=("$B/exec-inspect" --state-dir "$d/state" summary)
+	local -a count=(sqlite3 -batch -init /dev/null "$d/state/state.db"
+		"SELECT incarnation, session_id, state, count(*) FROM runs GROUP BY 1, 2, 3;
+		 SELECT incarnation, session_id, refused, count(*) FROM results GROUP BY 1, 2, 3")
+	for ((r = 1; r <= ROUNDS; r++)); do
+		spawn_us 2 -- "${sum[@]}" >>"$d/sum"
+		spawn_us 2 -- "${count[@]}" >>"$d/count"
+	done
+	row "summary, $LOOKUP_ROWS rows, vs sqlite3 counting them" "$(ms "$(median "$d/sum")")" \
+		"$(ms "$(median "$d/count")")" "$(ratio "$(median "$d/sum")" "$(median "$d/count")")" "-"
 }
 
 # --- 4. loop-e2e --------------------------------------------------------------------

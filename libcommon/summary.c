@@ -4,25 +4,33 @@
 #include "binding.h"
 #include "summary.h"
 
-/* One pass over each table; "current" is the one current session, if any;
- * a result is "mine" (deliverable unless refused) when its binding is the
- * current session or one the current session adopted. */
+/* Each table is counted per binding first, through the indexes that
+ * already order it by binding (runs_due, results_deliverable), and only
+ * those few groups are matched against the current session: a per-row
+ * check of the session would cost a subquery per row, seconds on a
+ * million rows.  A run or result is "mine" when its binding is the current
+ * session or, for a result, one the current session adopted (then it is
+ * deliverable unless refused). */
 static const char SUMMARY_SQL[] =
-	"WITH cur AS (SELECT incarnation, session_id FROM sessions WHERE status = 'current'),"
-	" r AS (SELECT state, EXISTS (SELECT 1 FROM cur WHERE cur.incarnation = runs.incarnation"
-	"        AND cur.session_id = runs.session_id) AS mine FROM runs),"
-	" x AS (SELECT refused, chosen_at, " SQL_DELIVERABLE_HERE("results") " AS mine FROM results)"
+	"WITH g AS (SELECT incarnation, session_id, state, count(*) AS n FROM runs"
+	"   GROUP BY incarnation, session_id, state),"
+	" gm AS (SELECT state, n, EXISTS (SELECT 1 FROM sessions cs WHERE cs.status = 'current'"
+	"   AND cs.incarnation = g.incarnation AND cs.session_id = g.session_id) AS mine FROM g),"
+	" h AS (SELECT incarnation, session_id, count(*) AS n, min(chosen_at) AS oldest"
+	"   FROM results WHERE refused = 0 GROUP BY incarnation, session_id),"
+	" hm AS (SELECT n, oldest, " SQL_DELIVERABLE_HERE("h") " AS mine FROM h),"
+	" f AS (SELECT count(*) AS n, min(chosen_at) AS oldest FROM results WHERE refused <> 0)"
 	" SELECT"
-	"  (SELECT count(*) FROM r WHERE mine AND state = 'queued'),"
-	"  (SELECT count(*) FROM r WHERE mine AND state = 'started'),"
-	"  (SELECT count(*) FROM r WHERE NOT mine AND state = 'queued'),"
-	"  (SELECT count(*) FROM r WHERE NOT mine AND state = 'started'),"
-	"  (SELECT count(*) FROM r WHERE state = 'unknown'),"
-	"  (SELECT count(*) FROM x WHERE mine AND NOT refused),"
-	"  (SELECT count(*) FROM x WHERE NOT mine AND NOT refused),"
-	"  (SELECT count(*) FROM x WHERE refused),"
-	"  (SELECT count(*) FROM receipts),"
-	"  (SELECT IFNULL(min(chosen_at), 0) FROM x)";
+	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE mine AND state = 'queued'),"
+	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE mine AND state = 'started'),"
+	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE NOT mine AND state = 'queued'),"
+	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE NOT mine AND state = 'started'),"
+	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE state = 'unknown'),"
+	"  (SELECT IFNULL(sum(n), 0) FROM hm WHERE mine),"
+	"  (SELECT IFNULL(sum(n), 0) FROM hm WHERE NOT mine),"
+	"  (SELECT n FROM f),"
+	"  (SELECT IFNULL(min(oldest), 0) FROM (SELECT oldest FROM hm UNION ALL SELECT oldest FROM f)),"
+	"  (SELECT count(*) FROM receipts)";
 
 int
 summary_read(struct state *st, struct summary *s, struct ek_err *e)
@@ -43,8 +51,8 @@ summary_read(struct state *st, struct summary *s, struct ek_err *e)
 		s->deliverable = sqlite3_column_int64(q, 5);
 		s->earlier_session = sqlite3_column_int64(q, 6);
 		s->refused = sqlite3_column_int64(q, 7);
-		s->receipts = sqlite3_column_int64(q, 8);
-		s->oldest_unreconciled_ms = sqlite3_column_int64(q, 9);
+		s->oldest_unreconciled_ms = sqlite3_column_int64(q, 8);
+		s->receipts = sqlite3_column_int64(q, 9);
 		s->quarantined = s->quarantined_queued + s->quarantined_started;
 	}
 	db_done(&st->db, q);

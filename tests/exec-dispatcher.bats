@@ -418,22 +418,25 @@ take() {
 	[[ $code == 405 ]]
 }
 
-@test "fault 5xx and 429 answer without handling, then service resumes" {
+@test "fault 5xx, 429 and 4xx answer without handling, then service resumes" {
 	negotiate
 	take r1
 	api POST /admin/faults '{"kind":"5xx"}'
 	[[ $code == 200 ]]
 	api POST /admin/faults '{"kind":"429"}'
+	api POST /admin/faults '{"kind":"4xx"}'
 	api POST /v1/results "$(result_body r1)" "$CRED"
 	[[ $code == 503 && $(field error) == unavailable ]]
 	api POST /v1/results "$(result_body r1)" "$CRED"
 	[[ $code == 429 && $(field error) == overloaded ]]
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 400 && $(field error) == invalid ]]
 	api GET /admin/runs/r1
 	[[ $(field state) == offered ]]
 	api POST /v1/results "$(result_body r1)" "$CRED"
 	[[ $code == 200 && $(field status) == recorded ]]
 	api GET /admin/runs/r1
-	[[ $body == *'"status":503,'*'"fault":"5xx"'*'"status":429,'*'"status":200,'* ]]
+	[[ $body == *'"status":503,'*'"fault":"5xx"'*'"status":429,'*'"status":400,'*'"fault":"4xx"'*'"status":200,'* ]]
 }
 
 @test "fault reset closes without handling" {
