@@ -275,12 +275,18 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$body" = '{"inspections":[]}' ]
 }
 
-@test "relay: an answer the dispatcher refuses is reported, and the inspections behind it are still answered" {
+# two_asked: two_sessions, then inspections of a1 (FOUND) and b1 (FILTERED)
+# waiting in that order; sets $first and $second to their ids.
+two_asked() {
 	two_sessions
 	ask a1
 	first=$INSP
 	ask b1
 	second=$INSP
+}
+
+@test "relay: an answer the dispatcher refuses is reported, and the inspections behind it are still answered" {
+	two_asked
 	# the dispatcher refuses the first answer, once
 	fault 4xx 1 0 "/v1/sessions/$SID/inspections/$first"
 	run --separate-stderr exec-inspect relay
@@ -301,11 +307,7 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 }
 
 @test "relay: an unavailable dispatcher stops the round at once; the rest wait for the next" {
-	two_sessions
-	ask a1
-	first=$INSP
-	ask b1
-	second=$INSP
+	two_asked
 	fault 5xx 1 0 "/v1/sessions/$SID/inspections/$first"
 	run --separate-stderr exec-inspect relay
 	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
