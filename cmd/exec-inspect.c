@@ -322,7 +322,7 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 		return -1;
 	if (o->json) {
 		if (!(j = summary_json(s)) ||
-		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.attempts)) < 0) {
+		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.s.attempts)) < 0) {
 			json_decref(j);
 			return ek_fail(e, EK_OSERR, "out of memory");
 		}
@@ -337,7 +337,7 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 	printf("unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
 	    "refused %lld; %lld delivery attempts so far)\n",
 	    (long long)(s->deliverable + s->earlier_session + s->refused), (long long)s->deliverable,
-	    (long long)s->earlier_session, (long long)s->refused, (long long)f.attempts);
+	    (long long)s->earlier_session, (long long)s->refused, (long long)f.s.attempts);
 	printf("receipts: %lld\n", (long long)s->receipts);
 	if (s->oldest_unreconciled_ms)
 		printf("oldest unreconciled result chosen at: %lld ms\n", (long long)s->oldest_unreconciled_ms);

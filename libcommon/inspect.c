@@ -648,7 +648,6 @@ inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *
 int
 inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 {
-	sqlite3_stmt *q;
 	int rc;
 
 	memset(f, 0, sizeof *f);
@@ -656,14 +655,6 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 		return -1;
 	f->read_at_ms = now_ms();
 	rc = summary_read(st, &f->s, e);
-	if (rc == 0 && !(q = db_prep(&st->db, "SELECT IFNULL(sum(attempts), 0) FROM results", e)))
-		rc = -1;
-	else if (rc == 0) {
-		if ((rc = db_step(&st->db, q, e)) == 1)
-			f->attempts = sqlite3_column_int64(q, 0);
-		db_done(&st->db, q);
-		rc = rc < 0 ? -1 : 0;
-	}
 	end_read(st);
 	return rc;
 }
@@ -713,7 +704,7 @@ fig_value(const struct inspect_figures *f, enum fig which)
 	case F_DELIVERABLE: return (double)s->deliverable;
 	case F_EARLIER: return (double)s->earlier_session;
 	case F_REFUSED: return (double)s->refused;
-	case F_ATTEMPTS: return (double)f->attempts;
+	case F_ATTEMPTS: return (double)f->s.attempts;
 	case F_RECEIPTS: return (double)s->receipts;
 	case F_AGE:
 		age = s->oldest_unreconciled_ms ? f->read_at_ms - s->oldest_unreconciled_ms : 0;

@@ -127,15 +127,13 @@ int inspect_list(struct state *st, const char *kind, int (*fn)(json_t *row, void
 int inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *e);
 
 /*
- * The operator's figures: the summary (summary.h) and the delivery attempts
- * spent so far on the results still retained, read in one snapshot, with
- * the wall-clock time of the read.  `exec-inspect summary --json` and
+ * The operator's figures: the summary (summary.h), read in one snapshot,
+ * with the wall-clock time of the read.  `exec-inspect summary --json` and
  * `exec-inspect metrics` print these same figures; doc/json.md (record
  * summary) maps each JSON field to its metric.
  */
 struct inspect_figures {
 	struct summary s;
-	int64_t attempts;       /* sum of attempts over every retained result */
 	int64_t read_at_ms;     /* wall clock of the snapshot */
 };
 

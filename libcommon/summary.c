@@ -4,22 +4,23 @@
 #include "binding.h"
 #include "summary.h"
 
-/* Each table is counted per binding first, through the indexes that
- * already order it by binding (runs_due, results_deliverable), and only
- * those few groups are matched against the current session: a per-row
- * check of the session would cost a subquery per row, seconds on a
- * million rows.  A run or result is "mine" when its binding is the current
- * session or, for a result, one the current session adopted (then it is
- * deliverable unless refused). */
+/* Runs and deliverable results are counted per binding first, through
+ * the indexes that already order them by binding (runs_due,
+ * results_deliverable), and only those few groups are matched against the
+ * current session: a per-row check of the session would cost a subquery
+ * per row, seconds on a million rows.  What no index holds (refused rows,
+ * the oldest result, the attempts) comes from one plain scan of results.
+ * A run or result is "mine" when its binding is the current session or,
+ * for a result, one the current session adopted (then it is deliverable
+ * unless refused). */
 static const char SUMMARY_SQL[] =
 	"WITH g AS (SELECT incarnation, session_id, state, count(*) AS n FROM runs"
 	"   GROUP BY incarnation, session_id, state),"
 	" gm AS (SELECT state, n, EXISTS (SELECT 1 FROM sessions cs WHERE cs.status = 'current'"
 	"   AND cs.incarnation = g.incarnation AND cs.session_id = g.session_id) AS mine FROM g),"
-	" h AS (SELECT incarnation, session_id, count(*) AS n, min(chosen_at) AS oldest"
+	" h AS (SELECT incarnation, session_id, count(*) AS n"
 	"   FROM results WHERE refused = 0 GROUP BY incarnation, session_id),"
-	" hm AS (SELECT n, oldest, " SQL_DELIVERABLE_HERE("h") " AS mine FROM h),"
-	" f AS (SELECT count(*) AS n, min(chosen_at) AS oldest FROM results WHERE refused <> 0)"
+	" hm AS (SELECT n, " SQL_DELIVERABLE_HERE("h") " AS mine FROM h)"
 	" SELECT"
 	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE mine AND state = 'queued'),"
 	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE mine AND state = 'started'),"
@@ -28,9 +29,9 @@ static const char SUMMARY_SQL[] =
 	"  (SELECT IFNULL(sum(n), 0) FROM gm WHERE state = 'unknown'),"
 	"  (SELECT IFNULL(sum(n), 0) FROM hm WHERE mine),"
 	"  (SELECT IFNULL(sum(n), 0) FROM hm WHERE NOT mine),"
-	"  (SELECT n FROM f),"
-	"  (SELECT IFNULL(min(oldest), 0) FROM (SELECT oldest FROM hm UNION ALL SELECT oldest FROM f)),"
-	"  (SELECT count(*) FROM receipts)";
+	"  f.*, (SELECT count(*) FROM receipts)"
+	" FROM (SELECT count(*) FILTER (WHERE refused <> 0), IFNULL(min(chosen_at), 0),"
+	"   IFNULL(sum(attempts), 0) FROM results) f";
 
 int
 summary_read(struct state *st, struct summary *s, struct ek_err *e)
@@ -52,7 +53,8 @@ summary_read(struct state *st, struct summary *s, struct ek_err *e)
 		s->earlier_session = sqlite3_column_int64(q, 6);
 		s->refused = sqlite3_column_int64(q, 7);
 		s->oldest_unreconciled_ms = sqlite3_column_int64(q, 8);
-		s->receipts = sqlite3_column_int64(q, 9);
+		s->attempts = sqlite3_column_int64(q, 9);
+		s->receipts = sqlite3_column_int64(q, 10);
 		s->quarantined = s->quarantined_queued + s->quarantined_started;
 	}
 	db_done(&st->db, q);
