@@ -132,6 +132,18 @@ cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_drain" "$here/floor_drain.c" 
 # --- helpers ------------------------------------------------------------------
 results=$work/results.tsv
 : >"$results"
+# bulk_begin SUFFIX OPENED_MS: the start of a bulk load written straight
+# with the sqlite3 shell: fast settings, BEGIN, and an earlier session
+# inc-SUFFIX/ses-SUFFIX, replaced, for the generated rows to belong to.
+bulk_begin() {
+	cat <<SQL
+PRAGMA synchronous=OFF; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;
+BEGIN;
+INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, ended_at, lease_ms, heartbeat_ms)
+	VALUES ('inc-$1', 'ses-$1', 'http://127.0.0.1:9', '-', 'replaced', $2, $(($2 + 1000)), 30000, 2000);
+SQL
+}
+
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }   # name ours floor ratio target
 
 median() { sort -g "$1" | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -275,11 +287,7 @@ bench_lookup() {
 	# The rows belong to an earlier (replaced) binding: quarantined, so a
 	# lookup by the current session finds them.  Half queued, half started.
 	sqlite3 -batch -init /dev/null -bail "$d/state/state.db" >/dev/null <<SQL || die "generating $LOOKUP_ROWS rows failed"
-PRAGMA synchronous=OFF; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;
-BEGIN;
-INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, ended_at, lease_ms, heartbeat_ms)
-	VALUES ('inc-00000000000be7c4', 'ses-00000000000be7c4', 'http://127.0.0.1:9', '-', 'replaced',
-	1764500000000, 1764500001000, 30000, 2000);
+$(bulk_begin 00000000000be7c4 1764500000000)
 WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $LOOKUP_ROWS)
 INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
 SELECT printf('run-%07d', i), printf('txn-%07d', i), 'inc-00000000000be7c4', 'ses-00000000000be7c4',
@@ -513,11 +521,7 @@ bench_pass() {
 	# that did not skip them would meet them first): odd rows refused under
 	# the current binding, even rows bound to an earlier, replaced session.
 	sq "$d/big/state.db" >/dev/null <<SQL || die "generating $PASS_ROWS rows failed"
-PRAGMA synchronous=OFF; PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY;
-BEGIN;
-INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, ended_at, lease_ms, heartbeat_ms)
-	VALUES ('inc-00000000000be7c5', 'ses-00000000000be7c5', 'http://127.0.0.1:9', '-', 'replaced',
-	1764400000000, 1764400001000, 30000, 2000);
+$(bulk_begin 00000000000be7c5 1764400000000)
 WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $PASS_ROWS)
 INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
 SELECT printf('old-%07d', i), printf('txn-%07d', i),
