@@ -2,7 +2,9 @@
  * exec-reconcile — one bounded reconciliation pass over the retained
  * results of the current session.
  *
- * A pass takes at most --max results (default 32), oldest first, through
+ * A pass takes at most --max results (default 32): those never tried
+ * first, then those whose last attempt is oldest (so results that fail
+ * forever rotate behind the others instead of starving them), through
  * the results_deliverable index: only results this session can still
  * deliver (not refused, bound to this session or to one it adopted, see
  * exec-session adopt), so undeliverable rows never
@@ -46,7 +48,7 @@ static const char USAGE[] =
 	"Deliver retained results of the current session in one bounded pass.\n"
 	"\n"
 	"Options:\n"
-	"      --max N            at most N results in a pass (default 32)\n"
+	"      --max N            at most N results in a pass, 1 to 32 (default 32)\n"
 	"      --budget-ms N      the pass (or the whole drain) ends within N ms (default 5000)\n"
 	"      --drain            repeat passes until nothing deliverable is left or the\n"
 	"                         budget ends (the step before moving state to another version)\n"
@@ -71,7 +73,7 @@ struct opts {
 	int json, drain;
 };
 
-#define PASS_MAX 256   /* the most --max allows */
+#define PASS_MAX 32   /* the seed caps a pass at 32 results: the most --max allows */
 
 struct pass {
 	char ids[PASS_MAX][RUN_ID_MAX + 1];
@@ -80,12 +82,13 @@ struct pass {
 	bool session_over;
 };
 
-/* Append up to max deliverable results of b, oldest first, to p->ids. */
+/* Append up to max deliverable results of b to p->ids: never tried first,
+ * then by oldest last attempt, then oldest chosen. */
 static int
 select_binding(struct state *st, const struct binding *b, int max, struct pass *p, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id FROM results INDEXED BY results_deliverable "
-	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0 ORDER BY chosen_at LIMIT ?3", e);
+	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0 ORDER BY last_attempt_at, chosen_at LIMIT ?3", e);
 	int rc;
 
 	if (!q)

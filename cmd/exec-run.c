@@ -5,8 +5,10 @@
  *
  *   exec-run start      forks one supervisor per due run (up to --slots)
  *   exec-run supervise  is that supervisor, in the foreground
- *   exec-run cancel     chooses "cancelled" (if nothing was chosen yet) and
- *                       asks the supervisor to end the guest
+ *   exec-run cancel     a queued run: chooses "cancelled" and reports it; a
+ *                       started one: asks its supervisor to end the guest
+ *                       (the supervisor chooses); one whose supervisor is
+ *                       gone: marks it unknown
  *   exec-run wait       waits until no supervisor of the session is left
  *   exec-run sweep      settles runs whose supervisor vanished (unknown)
  *
@@ -167,7 +169,17 @@ capture_paths(struct state *st, const char *run_id, char out[][PATH_MAX])
 	return 0;
 }
 
-/* Spawn and supervise the guest of r until it ends. */
+/* Containment fell back or fell short: one line on stderr, never a failure. */
+static void
+say_containment(const struct run *r, struct guest *g)
+{
+	if (g->warn.code)
+		fprintf(stderr, "%s: run '%s': %s\n", PROG, r->run_id, g->warn.msg);
+	ek_clear(&g->warn);
+}
+
+/* Spawn and supervise the guest of r until it ends and every process it
+ * started is gone: only then may its result be chosen and reported. */
 static int
 run_guest(struct state *st, const struct opts *o, const struct run *r, struct guest_end *end,
     struct ek_err *e)
@@ -186,11 +198,13 @@ run_guest(struct state *st, const struct opts *o, const struct run *r, struct gu
 	gs.limits_file = paths[2];
 	if ((rc = guest_spawn(&gs, &g, e)) < 0)
 		return -1;
+	say_containment(r, &g);
 	if (run_set_guest(st, r->run_id, g.pid, e) < 0) {
 		stop_signal = SIGTERM;   /* cannot record it: end the guest, keep going */
 	}
 	crash_point("after-spawn");
 	guest_wait(&g, r->timeout_ms ? mono_ms() + r->timeout_ms : 0, &stop_signal, o->grace_ms, end);
+	say_containment(r, &g);
 	guest_close(&g);
 	if (rc > 0) {
 		end->why = GUEST_EXEC_FAILED;
@@ -445,37 +459,44 @@ cancel_queued(struct state *st, const struct opts *o, const struct run *r, struc
 	return print_delivery(o, r->run_id, "cancelled", 128 + SIGTERM, &d);
 }
 
+/* Report a cancel that signalled a live supervisor, or found it gone. */
+static int
+print_cancel(const struct opts *o, const struct run *r, enum cancel_verdict v, struct ek_err *e)
+{
+	if (v == CANCEL_UNKNOWN)
+		return ek_fail(e, EK_NOINPUT, "run '%s': its supervisor is gone, so nothing can "
+		    "end its guest or know how it ended: marked unknown, not cancelled", r->run_id);
+	if (o->json)
+		return json_emit(stdout, json_pack("{s:s, s:s, s:s}", "event", "cancel",
+		    "run_id", r->run_id, "status", "signalled"));
+	printf("cancelling %s: its supervisor ends the guest and reports the result\n", r->run_id);
+	return 0;
+}
+
+/* The session, the binding, the supervisor's liveness and the mark are
+ * decided in one transaction (run_cancel): a run whose supervisor is gone
+ * becomes unknown, never cancelled, since its guest may still be running. */
 static int
 cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	struct session cur;
+	enum cancel_verdict v;
 	struct run r;
 	bool won;
 	int rc;
 
-	if (session_require(st, o->session, &cur, e) < 0)
-		return -1;
-	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
-		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row (never "
-		    "accepted, or it has already ended)", o->run_id);
-	if (!binding_eq(&cur.b, &r.b))
-		rc = ek_fail(e, EK_NOSESSION, "run '%s' belongs to session '%s': quarantined, "
-		    "the current session cannot cancel it", r.run_id, r.b.session_id[0] ? r.b.session_id : "(empty)");
-	else if (strcmp(r.state, "unknown") == 0)
-		rc = ek_fail(e, EK_NOINPUT, "run '%s' has an unknown outcome: nothing to cancel", r.run_id);
-	run_free(&r);
-	if (rc < 0 || run_mark_cancel(st, o->run_id, &r, e) < 0)
+	if (run_cancel(st, o->session, o->run_id, &r, &v, e) < 0)
 		return -1;
 	crash_point("cancel-marked");
-	rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled", &won, e);
-	if (rc == 0 && strcmp(r.state, "queued") == 0)
-		rc = cancel_queued(st, o, &r, e);
-	else if (rc == 0 && proc_alive(r.sup_pid, r.sup_start))
-		kill(r.sup_pid, SIGUSR1);   /* the supervisor ends the guest and reports */
-	if (rc == 0 && strcmp(r.state, "queued") != 0 && !o->json)
-		printf("%s %s\n", won ? "cancelled" : "already ended", r.run_id);
-	else if (rc == 0 && strcmp(r.state, "queued") != 0)
-		json_emit(stdout, json_pack("{s:s, s:s, s:b}", "event", "cancel", "run_id", r.run_id, "chosen", won));
+	if (v == CANCEL_QUEUED) {
+		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled",
+		    &won, e);
+		if (rc == 0)
+			rc = cancel_queued(st, o, &r, e);
+	} else {
+		if (v == CANCEL_SIGNAL)
+			kill(r.sup_pid, SIGUSR1);   /* the supervisor ends the guest and reports */
+		rc = print_cancel(o, &r, v, e);
+	}
 	run_free(&r);
 	return rc;
 }

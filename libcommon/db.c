@@ -43,6 +43,20 @@ db_exec(struct db *db, const char *sql, struct ek_err *e)
 	return 0;
 }
 
+/* Keep the WAL file between processes (saves creating and syncing it on
+ * every call) but cap what it may keep (journal_size_limit), so it cannot
+ * grow without bound.  No checkpoint on every close (three more syncs per
+ * short-lived tool): db_close() checkpoints once the WAL has grown past
+ * WAL_CHECKPOINT_BYTES, and only after this process wrote. */
+static void
+persist_wal(struct db *db)
+{
+	int persist = 1;
+
+	sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+}
+
 int
 db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e)
 {
@@ -58,6 +72,10 @@ db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e
 		db->h = NULL;
 		return rc;
 	}
+	/* Before anything is read: a file we go on to refuse (damaged, another
+	 * version) must keep its bytes, so closing it neither checkpoints the
+	 * WAL into it nor deletes the -wal and -shm files. */
+	persist_wal(db);
 	/* busy_timeout first: every later statement may meet a writer. */
 	sqlite3_busy_timeout(db->h, 5000);
 	sqlite3_extended_result_codes(db->h, 1);
@@ -70,14 +88,6 @@ db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e
 int
 db_configure(struct db *db, struct ek_err *e)
 {
-	int persist = 1;
-
-	/* Keep the WAL file between processes (saves creating and syncing it on
-	 * every call) but cap what it may keep, so it cannot grow without bound.
-	 * No checkpoint on every close (three more syncs per short-lived tool):
-	 * db_close() checkpoints once the WAL has grown past WAL_CHECKPOINT_BYTES. */
-	sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	if (db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
 	    "PRAGMA foreign_keys=ON; PRAGMA journal_size_limit=1048576;"
 	    "PRAGMA cell_size_check=ON;", e) < 0)

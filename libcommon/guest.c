@@ -4,6 +4,8 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 extern char **environ;
 
 #define GUEST_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define CONTAIN_WAIT_MS 5000   /* for each of cgroup.kill and the subreaper's sweep */
 
 /* "key=value", malloc'd. */
 static char *
@@ -77,15 +80,22 @@ free_vec(char **v, int owned)
 	free(v);
 }
 
-/* In the child: never returns.  Reports an exec failure through fd. */
+/* In the child: never returns.  Reports an exec failure through fail;
+ * with a cgroup, waits for the end of go (the parent has moved it in). */
 static void
-child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail)
+child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail, int go[2])
 {
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
 	int sig, ec;
+	char c;
 
 	setpgid(0, 0);
+	if (go[0] >= 0) {
+		close(go[1]);
+		while (read(go[0], &c, 1) < 0 && errno == EINTR)
+			;
+	}
 	/* The guest inherits stdin, stdout and stderr only. */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (sig = 1; sig < NSIG; sig++)
@@ -117,11 +127,68 @@ open_capture(const char *path, struct ek_err *e)
 }
 
 static int
-make_pipes(int out[2], int err[2], int fail[2], struct ek_err *e)
+make_pipes(int out[2], int err[2], int fail[2], int go[2], bool need_go, struct ek_err *e)
 {
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0)
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0 ||
+	    (need_go && pipe2(go, O_CLOEXEC) < 0))
 		return ek_fail(e, EK_OSERR, "pipe: %s", strerror(errno));
 	return 0;
+}
+
+/* Add a line's worth to g->warn (containment fell back or fell short). */
+static void
+warn(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+warn(struct guest *g, const char *fmt, ...)
+{
+	size_t n = strlen(g->warn.msg);
+	va_list ap;
+
+	if (n && n + 2 < sizeof g->warn.msg) {
+		strcpy(g->warn.msg + n, "; ");
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(g->warn.msg + n, sizeof g->warn.msg - n, fmt, ap);
+	va_end(ap);
+	g->warn.code = EK_OSERR;
+}
+
+/* Before the fork: become a subreaper, and make the guest's cgroup. */
+static void
+contain_prepare(const struct guest_spec *gs, struct guest *g)
+{
+	char name[NAME_MAX + 1];
+	struct ek_err e = { 0 };
+
+	if (contain_subreaper(&e) < 0)
+		warn(g, "%s: descendants that leave the guest's process group may outlive it", e.msg);
+	snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
+	if (contain_cgroup_create(&g->cg, name, &e) < 0)
+		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+}
+
+/* After the fork, before the guest runs: move it into its cgroup. */
+static void
+contain_enter(struct guest *g)
+{
+	struct ek_err e = { 0 };
+
+	if (g->cg.dir_fd >= 0 && contain_cgroup_enter(&g->cg, g->pid, &e) < 0)
+		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+}
+
+/* After the guest is reaped: end everything it left, wherever it went. */
+static void
+contain_end(struct guest *g)
+{
+	struct ek_err e = { 0 };
+
+	if (contain_cgroup_kill(&g->cg, CONTAIN_WAIT_MS, &e) < 0)
+		warn(g, "after the guest ended: %s", e.msg);
+	if (contain_reap_all(CONTAIN_WAIT_MS, &e) < 0)
+		warn(g, "after the guest ended: %s", e.msg);
 }
 
 /* After fork: learn whether exec succeeded (the pipe closes on exec). */
@@ -141,13 +208,15 @@ exec_result(int fd)
 int
 guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 {
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 };
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 }, go[2] = { -1, -1 };
 	char **argv = build_argv(gs), **envp = build_env(gs);
+	struct ek_err ignored;
 
 	memset(g, 0, sizeof *g);
 	g->pid = -1;
 	g->out_pipe = g->err_pipe = g->pidfd = g->out_file = g->err_file = -1;
 	g->max_output = gs->max_output;
+	contain_init(&g->cg);
 	if (!argv || !envp) {
 		free_vec(argv, 0);
 		free_vec(envp, 1);
@@ -155,15 +224,23 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	}
 	g->out_file = open_capture(gs->out_path, e);
 	g->err_file = g->out_file < 0 ? -1 : open_capture(gs->err_path, e);
-	if (g->err_file < 0 || make_pipes(out, err, fail, e) < 0)
+	if (g->err_file < 0)
+		goto fail;
+	contain_prepare(gs, g);
+	if (make_pipes(out, err, fail, go, g->cg.dir_fd >= 0, e) < 0)
 		goto fail;
 	if ((g->pid = fork()) < 0) {
 		ek_fail(e, EK_OSERR, "fork: %s", strerror(errno));
 		goto fail;
 	}
 	if (g->pid == 0)
-		child(gs, argv, envp, out[1], err[1], fail[1]);
+		child(gs, argv, envp, out[1], err[1], fail[1], go);
 	setpgid(g->pid, g->pid);   /* also in the parent: no race with kill(-pid) */
+	if (go[1] >= 0) {
+		contain_enter(g);
+		close(go[0]);
+		close(go[1]);          /* the child goes on */
+	}
 	close(out[1]);
 	close(err[1]);
 	close(fail[1]);
@@ -178,7 +255,9 @@ fail:
 		if (out[i] >= 0) close(out[i]);
 		if (err[i] >= 0) close(err[i]);
 		if (fail[i] >= 0) close(fail[i]);
+		if (go[i] >= 0) close(go[i]);
 	}
+	contain_cgroup_kill(&g->cg, CONTAIN_WAIT_MS, &ignored);   /* empty: just removed */
 	guest_close(g);
 	free_vec(argv, 0);
 	free_vec(envp, 1);
@@ -241,6 +320,23 @@ escalate(struct guest *g, int64_t *kill_at, int64_t grace_ms)
 	}
 }
 
+/* Reap whatever has ended: true once the guest itself is reaped (*status
+ * set).  Orphaned descendants, ours as their subreaper, are reaped as they
+ * end, so that a long guest cannot fill the process table with zombies. */
+static bool
+reaped(struct guest *g, int *status)
+{
+	pid_t r;
+	int ws;
+
+	while ((r = waitpid(-1, &ws, WNOHANG | __WALL)) > 0)
+		if (r == g->pid) {
+			*status = ws;
+			return true;
+		}
+	return false;
+}
+
 /* After the guest is reaped: take what is already in the pipes, then close. */
 static void
 final_drain(struct guest *g)
@@ -267,7 +363,7 @@ guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
 
 	memset(end, 0, sizeof *end);
 	end->why = GUEST_EXITED;
-	while (waitpid(g->pid, &status, WNOHANG) != g->pid) {
+	while (!reaped(g, &status)) {
 		now = mono_ms();
 		if (end->why == GUEST_EXITED && *stop) {
 			end->why = GUEST_STOPPED;
@@ -284,6 +380,7 @@ guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
 	}
 	end->wait_status = status;
 	kill(-g->pid, SIGKILL);   /* whatever the guest left behind in its group */
+	contain_end(g);           /* and everything it started outside it */
 	final_drain(g);
 	return 0;
 }
@@ -299,6 +396,7 @@ guest_close(struct guest *g)
 			close(*fds[i]);
 			*fds[i] = -1;
 		}
+	contain_close(&g->cg);
 }
 
 int

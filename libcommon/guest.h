@@ -7,6 +7,15 @@
  * from /dev/null, and stdout/stderr captured through pipes into files that
  * keep at most max_output bytes each.  guest_wait() ends it on timeout or
  * on request: SIGTERM to the group, SIGKILL after the grace period.
+ *
+ * Containment (contain.h): guest_spawn() makes the caller a child subreaper
+ * and, where the caller's cgroup v2 directory is writable, starts the guest
+ * in a cgroup of its own, execkit-PID-RUN_ID.  Once the guest has ended,
+ * however it ended, guest_wait() ends every process it started, in its
+ * process group or not (cgroup.kill, then SIGKILL to every child of the
+ * caller until none is left), before it returns.  A containment step that
+ * fails never fails the guest: it falls back to what remains and says so
+ * in g->warn.
  */
 #ifndef EK_GUEST_H
 #define EK_GUEST_H
@@ -17,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "contain.h"
 #include "err.h"
 
 struct guest_spec {
@@ -36,6 +46,8 @@ struct guest {
 	int out_file, err_file;
 	size_t max_output;
 	size_t kept[2], dropped[2];
+	struct contain cg;      /* the guest's cgroup, if it has one */
+	struct ek_err warn;     /* code != 0: containment fell back or fell short, and why */
 };
 
 struct guest_end {
@@ -45,17 +57,21 @@ struct guest_end {
 	int stop_signal;      /* the signal that asked us to stop */
 };
 
-/* Start the guest: 0 started, >0 the errno of a failed exec (the child
- * still has to be reaped with guest_wait), -1 error (e filled). */
+/* Start the guest, contained: 0 started, >0 the errno of a failed exec
+ * (the child still has to be reaped with guest_wait), -1 error (e filled).
+ * The caller becomes a child subreaper.  g->warn says if the guest has no
+ * cgroup of its own. */
 int guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e);
 
 /* Supervise until the guest ends.  deadline (monotonic ms, 0 = none) is the
  * timeout; *stop non-zero asks it to end (its value is kept as the signal
- * that asked).  Always reaps the guest. */
+ * that asked).  Always reaps the guest, then ends and reaps every other
+ * descendant: every child of the caller is reaped, so the caller must have
+ * no children but the guest.  g->warn says if one may have survived. */
 int guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
     int64_t grace_ms, struct guest_end *end);
 
-/* Close every descriptor guest_spawn opened. */
+/* Close every descriptor guest_spawn opened (a cgroup is left in place). */
 void guest_close(struct guest *g);
 
 /* Shell conventions: 127 not found, 126 cannot execute, 128+N killed by

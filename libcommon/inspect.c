@@ -234,12 +234,18 @@ read_run_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 	return rc;
 }
 
-/* A retained result whose execution row is gone: 1 found, 0 none, -1. */
+/* A retained result whose execution row is gone: 1 found, 0 none, -1.
+ * Its start facts were copied onto it when it was chosen (schema step 5);
+ * a result chosen before that step says "started" only when its outcome
+ * proves a guest ran, and unknown (-1) otherwise. */
 static int
 read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT a.txn_id, x.incarnation, x.session_id, "
-	    "CASE WHEN x.outcome <> 'cancelled' OR x.wait_status IS NOT NULL THEN 1 ELSE -1 END "
+	    "CASE WHEN x.started_at IS NOT NULL OR x.start_marker IS NOT NULL THEN 1 "
+	    "WHEN x.due_at IS NOT NULL THEN 0 "
+	    "WHEN x.outcome <> 'cancelled' OR x.wait_status IS NOT NULL THEN 1 ELSE -1 END, "
+	    "x.start_marker, x.due_at "
 	    "FROM results x LEFT JOIN accepts a ON a.run_id = x.run_id WHERE x.run_id = ?1", e);
 	int rc;
 
@@ -251,11 +257,15 @@ read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 		rc = ek_fail(e, EK_DATAERR, "run '%s': retained result without its accepted run "
 		    "(damaged state)", f->run_id);
 	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
-	    take_binding(q, 1, f, e) < 0))
+	    take_binding(q, 1, f, e) < 0 ||
+	    take_text(q, 4, f->start_marker, sizeof f->start_marker, "start marker", f->run_id, e) < 0))
 		rc = -1;
 	if (rc == 1) {
 		snprintf(f->state, sizeof f->state, "retained");
 		f->started = sqlite3_column_int(q, 3);
+		f->has_marker = sqlite3_column_type(q, 4) != SQLITE_NULL;
+		f->has_due = sqlite3_column_type(q, 5) != SQLITE_NULL;
+		f->due_at = sqlite3_column_int64(q, 5);
 	}
 	db_done(&st->db, q);
 	return rc;

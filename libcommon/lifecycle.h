@@ -34,7 +34,8 @@
  *   result      receipt     settle_round()          acked-before-release / after-release
  *   result      refused     settle_round()          refusal-before-evidence
  *   run row     deleted     run_delete()            after-report
- *   queued/started  marked  run_mark_cancel()       cancel-marked
+ *   queued/started  marked  run_cancel()            cancel-marked
+ *   started     unknown     run_cancel()            cancel-marked (supervisor gone)
  *
  * The delivery functions are in deliver.c; each of their transactions
  * covers a whole batch of results.

@@ -29,9 +29,12 @@ static int
 insert_result(struct state *st, const char *run_id, const struct binding *b, const char *outcome,
     int exit_code, int wait_status, const char *message, const char *body, int64_t now, struct ek_err *e)
 {
+	/* The run's start facts go with its result (schema step 5). */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
-	    "outcome, exit_code, wait_status, message, chosen_at, body) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(run_id) DO NOTHING", e);
+	    "outcome, exit_code, wait_status, message, chosen_at, body, due_at, started_at, "
+	    "start_marker) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, r.due_at, r.started_at, "
+	    "r.start_marker FROM (SELECT 1) LEFT JOIN runs r ON r.run_id = ?1 "
+	    "WHERE true ON CONFLICT(run_id) DO NOTHING", e);
 
 	if (!q)
 		return -1;

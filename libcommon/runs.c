@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
 #include "cli.h"
 #include "proc.h"
 #include "runs.h"
@@ -478,13 +479,16 @@ run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	q = db_prep(&st->db, "UPDATE runs SET guest_pid = ?1 WHERE run_id = ?2", e);
+	/* With its start time, so that a later sweep can tell this guest from
+	 * a process that reused its pid. */
+	q = db_prep(&st->db, "UPDATE runs SET guest_pid = ?1, guest_start = ?3 WHERE run_id = ?2", e);
 	if (!q) {
 		db_rollback(&st->db);
 		return -1;
 	}
 	db_bind_i64(q, 1, guest);
 	db_bind_text(q, 2, run_id);
+	db_bind_i64(q, 3, proc_start_time(guest));
 	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
@@ -547,21 +551,24 @@ run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err 
 	return rc < 0 ? -1 : 0;
 }
 
-/* Settle one started run whose supervisor is gone. */
+/* Settle one started run whose supervisor is gone.  A run of the current
+ * session (mine) with a result is finished: its row goes, the result
+ * outlives it.  A quarantined run's row is never deleted, result or not. */
 static int
-settle_orphan(struct state *st, const char *run_id, pid_t pid, int64_t start,
+settle_orphan(struct state *st, const char *run_id, pid_t pid, int64_t start, bool mine,
     int *unknown, int *finished, struct ek_err *e)
 {
 	char why[160];
 	sqlite3_stmt *q;
 	int changes;
 
-	q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state = 'started' AND "
+	q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state = 'started' AND ?2 AND "
 	    "(EXISTS (SELECT 1 FROM results WHERE run_id = ?1) OR "
 	    "EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1))", e);
 	if (!q)
 		return -1;
 	db_bind_text(q, 1, run_id);
+	db_bind_i64(q, 2, mine);
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
 	if ((changes = sqlite3_changes(st->db.h)) > 0) {
@@ -571,7 +578,9 @@ settle_orphan(struct state *st, const char *run_id, pid_t pid, int64_t start,
 	snprintf(why, sizeof why, "supervisor %d (start time %lld) is gone and chose no result",
 	    (int)pid, (long long)start);
 	q = db_prep(&st->db, "UPDATE runs SET state = 'unknown', unknown_at = ?1, unknown_why = ?2 "
-	    "WHERE run_id = ?3 AND state = 'started'", e);
+	    "WHERE run_id = ?3 AND state = 'started' AND NOT EXISTS "
+	    "(SELECT 1 FROM results WHERE run_id = ?3) AND NOT EXISTS "
+	    "(SELECT 1 FROM receipts WHERE run_id = ?3)", e);
 	if (!q)
 		return -1;
 	db_bind_i64(q, 1, now_ms());
@@ -583,6 +592,36 @@ settle_orphan(struct state *st, const char *run_id, pid_t pid, int64_t start,
 	return 0;
 }
 
+/* Unknown runs still holding share memberships leave once their guest is
+ * confirmed gone (never spawned, or its pid no longer names the process
+ * that started): until then the orphan may still be using its bandwidth. */
+static int
+release_gone_guests(struct state *st, struct ek_err *e)
+{
+	sqlite3_stmt *q, *del;
+	int rc;
+
+	q = db_prep(&st->db, "SELECT run_id, IFNULL(guest_pid, 0), IFNULL(guest_start, -1) FROM runs "
+	    "WHERE state = 'unknown' AND run_id IN (SELECT run_id FROM share_members)", e);
+	if (!q)
+		return -1;
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		pid_t pid = (pid_t)sqlite3_column_int64(q, 1);
+
+		if (pid > 0 && proc_alive(pid, sqlite3_column_int64(q, 2)))
+			continue;
+		if (!(del = db_prep(&st->db, "DELETE FROM share_members WHERE run_id = ?1", e))) {
+			rc = -1;
+			break;
+		}
+		sqlite3_bind_value(del, 1, sqlite3_column_value(q, 0));
+		if ((rc = db_exec_stmt(&st->db, del, e)) < 0)
+			break;
+	}
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
 int
 run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e)
 {
@@ -592,24 +631,27 @@ run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e)
 	*unknown = *finished = 0;
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	q = db_prep(&st->db, "SELECT run_id, sup_pid, sup_start FROM runs WHERE state = 'started'", e);
+	q = db_prep(&st->db, "SELECT run_id, sup_pid, sup_start, (incarnation, session_id) IN "
+	    "(SELECT incarnation, session_id FROM sessions WHERE status = 'current') "
+	    "FROM runs WHERE state = 'started'", e);
 	if (!q)
 		goto fail;
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		pid_t pid = (pid_t)sqlite3_column_int64(q, 1);
 		int64_t start = sqlite3_column_int64(q, 2);
+		bool mine = sqlite3_column_int(q, 3) != 0;
 		char id[RUN_ID_MAX + 1];
 
 		if (proc_alive(pid, start))
 			continue;
 		db_col_text(q, 0, id, sizeof id);
-		if (settle_orphan(st, id, pid, start, unknown, finished, e) < 0) {
+		if (settle_orphan(st, id, pid, start, mine, unknown, finished, e) < 0) {
 			rc = -1;
 			break;
 		}
 	}
 	db_done(&st->db, q);
-	if (rc < 0)
+	if (rc < 0 || release_gone_guests(st, e) < 0)
 		goto fail;
 	return db_commit(&st->db, e);
 fail:
@@ -617,31 +659,77 @@ fail:
 	return -1;
 }
 
-int
-run_mark_cancel(struct state *st, const char *run_id, struct run *r, struct ek_err *e)
+/* Why the current session (named sid) may not cancel r, as an error; 0 if it may. */
+static int
+cancel_refused(struct state *st, const char *sid, const struct run *r, struct ek_err *e)
 {
+	struct session cur;
+
+	if (session_require(st, sid, &cur, e) < 0)
+		return -1;
+	if (!binding_eq(&cur.b, &r->b))
+		return ek_fail(e, EK_NOSESSION, "run '%s' belongs to session '%s': quarantined, "
+		    "the current session cannot cancel it", r->run_id,
+		    r->b.session_id[0] ? r->b.session_id : "(empty)");
+	if (strcmp(r->state, "unknown") == 0)
+		return ek_fail(e, EK_NOINPUT, "run '%s' has an unknown outcome: nothing to cancel",
+		    r->run_id);
+	return 0;
+}
+
+/* Inside the cancel's transaction: the verdict for r, and its write. */
+static int
+cancel_write(struct state *st, struct run *r, enum cancel_verdict *v, struct ek_err *e)
+{
+	char why[160];
 	sqlite3_stmt *q;
+
+	*v = strcmp(r->state, "queued") == 0 ? CANCEL_QUEUED :
+	    proc_alive(r->sup_pid, r->sup_start) ? CANCEL_SIGNAL : CANCEL_UNKNOWN;
+	if (*v == CANCEL_UNKNOWN) {
+		snprintf(why, sizeof why, "supervisor %d (start time %lld) was gone when the run "
+		    "was cancelled", (int)r->sup_pid, (long long)r->sup_start);
+		q = db_prep(&st->db, "UPDATE runs SET state = 'unknown', unknown_at = ?1, "
+		    "unknown_why = ?2 WHERE run_id = ?3 AND state = 'started'", e);
+		if (!q)
+			return -1;
+		db_bind_i64(q, 1, now_ms());
+		db_bind_text(q, 2, why);
+		db_bind_text(q, 3, r->run_id);
+		return db_exec_stmt(&st->db, q, e);
+	}
+	q = db_prep(&st->db, "UPDATE runs SET cancel_at = IFNULL(cancel_at, ?1) WHERE run_id = ?2", e);
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, now_ms());
+	db_bind_text(q, 2, r->run_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		return -1;
+	if (!r->cancel_at)
+		r->cancel_at = now_ms();
+	return 0;
+}
+
+int
+run_cancel(struct state *st, const char *sid, const char *run_id, struct run *r,
+    enum cancel_verdict *v, struct ek_err *e)
+{
 	int rc;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	q = db_prep(&st->db, "UPDATE runs SET cancel_at = IFNULL(cancel_at, ?1) WHERE run_id = ?2 "
-	    "RETURNING " RUN_COLS, e);
-	if (!q) {
+	if ((rc = run_load(st, run_id, r, e)) == 0)
+		ek_fail(e, EK_NOINPUT, "run '%s': no execution row (never accepted, or it has "
+		    "already ended)", run_id);
+	if (rc <= 0) {
 		db_rollback(&st->db);
 		return -1;
 	}
-	db_bind_i64(q, 1, now_ms());
-	db_bind_text(q, 2, run_id);
-	rc = db_step(&st->db, q, e);
-	if (rc == 1)
-		read_run(q, r);
-	if (rc == 1 && db_step(&st->db, q, e) < 0)
-		rc = -1;
-	db_done(&st->db, q);
-	if (rc <= 0) {
+	if (cancel_refused(st, sid, r, e) < 0 || cancel_write(st, r, v, e) < 0 ||
+	    db_commit(&st->db, e) < 0) {
 		db_rollback(&st->db);
-		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", run_id);
+		run_free(r);
+		return -1;
 	}
-	return db_commit(&st->db, e);
+	return 0;
 }

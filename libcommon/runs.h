@@ -87,11 +87,23 @@ int run_each_due(struct state *st, const struct binding *b, int64_t now, int lim
 /* Runs of b in state started whose supervisor is alive. */
 int run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e);
 
-/* Settle started runs whose supervisor is gone: with a result, the row is
- * deleted (the result is retained); without one, the run becomes unknown. */
+/* Settle started runs whose supervisor is gone: with a result, a run of the
+ * current session loses its row (the result is retained) while a
+ * quarantined run keeps it; without one, the run becomes unknown. */
 int run_sweep(struct state *st, int *unknown, int *finished, struct ek_err *e);
 
-/* Mark run_id cancelled (cancel_at); fills r with the row.  0 or -1. */
-int run_mark_cancel(struct state *st, const char *run_id, struct run *r, struct ek_err *e);
+/* What a cancel decided: a queued run is cancelled here; a started one is
+ * signalled, and its supervisor chooses the result once the guest has
+ * ended; a started one whose supervisor is gone became unknown. */
+enum cancel_verdict { CANCEL_QUEUED, CANCEL_SIGNAL, CANCEL_UNKNOWN };
+
+/* Cancel run_id for the current session, named sid, in one write
+ * transaction that re-checks the session, the run's binding and (for a
+ * started run) its supervisor's liveness, then marks cancel_at, or marks the
+ * run unknown if the supervisor is gone.  Fills r (run_free it) and *v.
+ * 0, or -1 with EK_NOSESSION (not the current session, or the run is
+ * quarantined), EK_NOINPUT (no such row, or the run is already unknown). */
+int run_cancel(struct state *st, const char *sid, const char *run_id, struct run *r,
+    enum cancel_verdict *v, struct ek_err *e);
 
 #endif

@@ -35,6 +35,38 @@ for variant in plain sanitizers; do
 	done
 done
 
+# The loaded run: the drills and the suites that drive the dispatcher and
+# the loop, again on the plain build, while stress-ng keeps 4 CPU workers
+# busy (about twice what 2 cores hold).  The tests wait on events with
+# generous bounds, so load only makes them slower; a failure here is a
+# timing assumption that a loaded machine breaks.
+loaded_pass=0
+loaded_fail=0
+if [ -x build/exec-run ]; then
+	echo "== loaded run (stress-ng --cpu 4)"
+	loaded="tests/drills/*.bats tests/exec-dispatcher.bats tests/exec-loop.bats tests/exec-shares.bats tests/exec-reconcile.bats"
+	stress-ng --cpu 4 --timeout 1800s --quiet >/dev/null 2>&1 &
+	stress=$!
+	start=$(date +%s)
+	# shellcheck disable=SC2086 # the list is globs
+	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=3 SOAK_KILLS=4 \
+		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null || true
+	kill "$stress" 2>/dev/null
+	wait "$stress" 2>/dev/null
+	echo "   $(($(date +%s) - start)) s"
+	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' build/loaded.tap | head -1)
+	loaded_pass=$(grep -c '^ok ' build/loaded.tap)
+	loaded_fail=$(grep -c '^not ok ' build/loaded.tap)
+	if [ -z "$planned" ] || [ $((loaded_pass + loaded_fail)) -ne "$planned" ]; then
+		echo "--- the loaded run did not finish its plan (build/loaded.tap)"
+		tail -20 build/loaded.tap
+		loaded_fail=$((loaded_fail + 1))
+	elif [ "$loaded_fail" -gt 0 ]; then
+		echo "--- failures in build/loaded.tap"
+		grep -vE '^ok ' build/loaded.tap
+	fi
+fi
+
 # The crash drills' tally (tests/drills/crash-*.bats print it on fd 3).
 for dir in build build-san; do
 	[ -f "$dir/tests/drills/crash-run.log" ] || continue
@@ -87,8 +119,8 @@ for trs in build/tests/*.trs build/tests/drills/*.trs build-san/tests/*.trs buil
 	failed=$((failed + f))
 done
 if [ "$dist" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-passed=$((passed + fuzz_pass))
-failed=$((failed + fuzz_fail))
+passed=$((passed + fuzz_pass + loaded_pass))
+failed=$((failed + fuzz_fail + loaded_fail))
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
 echo "$passed passed, $failed failed"
 exit "$status"

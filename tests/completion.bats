@@ -148,7 +148,7 @@ sorted() { LC_ALL=C sort; }
 @test "destinations come from exec-shares, read-only: --destination, DIMENSION" {
 	start_dispatcher
 	open_session
-	submit_and_accept "$(spec s1 /bin/sleep '["30"]' '"policy":{"destinations":["backup","mirror"]}')"
+	submit_and_accept "$(spec s1 /bin/sleep '["3600"]' '"policy":{"destinations":["backup","mirror"]}')"
 	exec-run start >/dev/null
 	# guest_pid is the supervisor's last write until the guest exits;
 	# "running" alone shows before the share join and the spawn are written.

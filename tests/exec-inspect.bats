@@ -36,7 +36,7 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	refute_output --partial secret-arg
 }
 
-@test "lookup: FOUND for a retained result whose execution row is gone" {
+@test "lookup: FOUND for a retained result whose execution row is gone, with its start marker and due time" {
 	start_dispatcher
 	open_session
 	spec r1 | exec-accept >/dev/null
@@ -50,7 +50,12 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	run exec-inspect --json lookup r1 --session "$(current_session)"
 	assert_success
 	assert_output --regexp '^\{"answer":"FOUND","run_id":"r1",'
-	assert_output --partial '"txn_id":"t-r1","started":true,"start_marker":null,"due_at":null,"state":"retained"}'
+	# the start facts were kept with the result when it was chosen
+	local marker due
+	marker=$(sql "SELECT start_marker FROM results WHERE run_id = 'r1'")
+	due=$(sql "SELECT due_at FROM results WHERE run_id = 'r1'")
+	[ -n "$marker" ] && [ "$due" -gt 0 ]
+	assert_output --partial "\"txn_id\":\"t-r1\",\"started\":true,\"start_marker\":\"$marker\",\"due_at\":$due,\"state\":\"retained\"}"
 }
 
 @test "lookup: FILTERED for a run of the caller's own session, saying nothing more" {

@@ -90,6 +90,23 @@ load helpers
 	[ "$(sql "SELECT state FROM runs WHERE run_id='c1'")" = unknown ]
 }
 
+@test "the sweep keeps a quarantined run's row, even once its result is retained" {
+	local go=$BATS_TEST_TMPDIR/go
+	ready q1 /bin/sh "[\"-c\",\"i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done\"]"
+	EXEC_CRASH_AT=retained exec-run supervise q1 >/dev/null 2>&1 3>&- &
+	local sup=$!
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'q1'"'")" -gt 0 ]'
+	open_session                                   # q1 is quarantined from here on
+	touch "$go"
+	wait "$sup" || true                            # chose, retained, then died
+	[ "$(sql "SELECT count(*) FROM results WHERE run_id='q1'")" = 1 ]
+	run exec-run sweep
+	assert_success
+	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = started ]   # never deleted
+	run exec-inspect list quarantined --ids
+	assert_output --partial q1
+}
+
 @test "at most 3 attempts against a failing dispatcher, then the result stays retained" {
 	ready f1
 	fault 5xx 10
@@ -228,7 +245,7 @@ load helpers
 }
 
 @test "cancel of a running run ends the guest; one result" {
-	ready s1 /bin/sleep '["30"]'
+	ready s1 /bin/sleep '["3600"]'
 	exec-run start --wait >"$BATS_TEST_TMPDIR/out" &
 	pid=$!
 	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'s1'"'")" -gt 0 ]' 
@@ -238,6 +255,26 @@ load helpers
 	grep -q "s1 cancelled 143: delivered" "$BATS_TEST_TMPDIR/out"
 	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
 	[ "$(disp_reports s1)" = 1 ]
+}
+
+@test "cancel of a run whose supervisor is gone marks it unknown, never cancelled, and sends nothing" {
+	ready s1 /bin/sleep '["300"]'
+	exec-run start >/dev/null                        # a detached supervisor
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'s1'"'")" -gt 0 ]'
+	local sup
+	sup=$(sql "SELECT sup_pid FROM runs WHERE run_id='s1'")
+	kill -KILL "$sup"                                # the supervisor vanishes, the guest may not
+	wait_until '[ "$(ps -o stat= -p "$sup" | cut -c1)" != S ]'
+	run exec-run cancel s1 --session "$(current_session)"
+	[ "$status" -eq "$EK_NOINPUT" ]
+	assert_output --partial "marked unknown, not cancelled"
+	[ "$(sql "SELECT state FROM runs WHERE run_id='s1'")" = unknown ]
+	[ "$(sql "SELECT count(*) FROM results") $(sql "SELECT count(*) FROM receipts")" = "0 0" ]
+	[ "$(disp_reports s1)" = 0 ]
+	run exec-run cancel s1 --session "$(current_session)"   # unknown stays unknown
+	[ "$status" -eq "$EK_NOINPUT" ]
+	run exec-reconcile
+	[ "$(disp_reports s1)" = 0 ]
 }
 
 @test "exit and cancel racing yield exactly one result, enforced by the database" {
@@ -319,7 +356,7 @@ load helpers
 @test "--slots bounds the guests running at once" {
 	start_dispatcher
 	open_session
-	submit_and_accept $(for i in 1 2 3 4 5; do spec sl$i /bin/sleep '["30"]'; done)
+	submit_and_accept $(for i in 1 2 3 4 5; do spec sl$i /bin/sleep '["3600"]'; done)
 	run exec-run start --slots 2
 	assert_success
 	[ "${#lines[@]}" -eq 2 ]

@@ -21,18 +21,24 @@ eval "$(sed -n 's/^[[:space:]]*\(EK_[A-Z]*\) = \(EX_[A-Z]*\),.*/\1 \2/p' "$SRC/l
 export EXEC_STATE_DIR="$BATS_TEST_TMPDIR/state"
 unset EXEC_CRASH_AT
 
+# Tests wait on events, never on a fixed time.  Every wait is still bounded,
+# by a bound generous enough that a loaded machine (or the sanitizers) only
+# makes a passing test slower: WAIT_S seconds, and WAIT_TRIES polls.  The
+# same bound caps requests and busy waits that have nothing to time out on.
+WAIT_S=${EXECKIT_WAIT_S:-120}
+WAIT_TRIES=$((WAIT_S * 40))
+WAIT_MS=$((WAIT_S * 1000))
+export WAIT_S WAIT_TRIES WAIT_MS
+
 # start_dispatcher [ARGS...]: sets DISP_URL and DISP_PID.
 # shellcheck disable=SC2120  # the .bats files pass ARGS
 start_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port" _
+	local portfile="$BATS_TEST_TMPDIR/disp.port"
 	rm -f "$portfile"
 	exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
 		--quiet "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
-	for _ in $(seq 1 200); do
-		[ -s "$portfile" ] && break
-		sleep 0.025
-	done
+	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
 	[ -s "$portfile" ] || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
 	DISP_URL="http://127.0.0.1:$(cat "$portfile")"
 	export DISP_URL DISP_PID
@@ -46,17 +52,29 @@ stop_dispatcher() {
 	fi
 }
 
-# Kill whatever this test left running (dispatcher, detached supervisors).
+# Kill whatever this test left running: the dispatcher, detached
+# supervisors (their argv names the state directory), and the process
+# groups of guests the state still records, each only while its pid still
+# names the process that was spawned (its recorded start time).
 common_teardown() {
+	local pid start
 	stop_dispatcher
 	pkill -KILL -f -- "$BATS_TEST_TMPDIR" 2>/dev/null || true
+	[ -f "$EXEC_STATE_DIR/state.db" ] || return 0
+	sqlite3 -readonly "$EXEC_STATE_DIR/state.db" \
+		"SELECT guest_pid, guest_start FROM runs WHERE guest_pid > 0 AND guest_start > 0" 2>/dev/null |
+		while IFS='|' read -r pid start; do
+			[ "$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null)" = "$start" ] &&
+				kill -KILL -- "-$pid" 2>/dev/null
+			true
+		done
 }
 
 teardown() { common_teardown; }
 
 # An admin call to the dispatcher: admin METHOD PATH [BODY]
 admin() {
-	curl -sS --max-time 10 -X "$1" "$DISP_URL$2" ${3:+-d "$3"}
+	curl -sS --max-time "$WAIT_S" -X "$1" "$DISP_URL$2" ${3:+-d "$3"}
 }
 
 open_session() {
@@ -69,7 +87,7 @@ current_session() {
 
 # A read-only query against the real state database.
 sql() {
-	sqlite3 -readonly -cmd '.timeout 10000' "$EXEC_STATE_DIR/state.db" "$1"
+	sqlite3 -readonly -cmd ".timeout $WAIT_MS" "$EXEC_STATE_DIR/state.db" "$1"
 }
 
 # spec ID [PROGRAM [ARGS-JSON [EXTRA-JSON-FIELDS]]]: one run spec line.
@@ -86,14 +104,14 @@ submit_and_accept() {
 	exec-accept --from-dispatcher >/dev/null
 }
 
-# wait_for CMD...: retry CMD for up to 10 s (bounded).
+# wait_for CMD...: retry CMD until it succeeds, for at most $WAIT_S seconds.
 wait_for() {
-	local _
-	for _ in $(seq 1 200); do
+	local deadline=$((SECONDS + WAIT_S)) n=0
+	while :; do
 		"$@" && return 0
+		((SECONDS < deadline && n++ < WAIT_TRIES)) || return 1
 		sleep 0.05
 	done
-	return 1
 }
 
 # A field of the dispatcher's record of a run: disp_field RUN FIELD
@@ -119,13 +137,15 @@ ready() {
 	submit_and_accept "$(spec "$@")"
 }
 
-# wait_until 'SHELL CONDITION': re-evaluate the condition for up to 10 s.
+# wait_until 'SHELL CONDITION': re-evaluate the condition until it holds,
+# for at most $WAIT_S seconds.
 wait_until() {
-	local _
-	for _ in $(seq 1 200); do
+	local deadline=$((SECONDS + WAIT_S)) n=0
+	while :; do
 		eval "$1" && return 0
+		((SECONDS < deadline && n++ < WAIT_TRIES)) || break
 		sleep 0.05
 	done
-	echo "timed out waiting until: $1" >&2
+	echo "timed out after ${WAIT_S} s waiting until: $1" >&2
 	return 1
 }

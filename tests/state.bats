@@ -182,7 +182,7 @@ accept_some() {
 	[ "$(sql "PRAGMA journal_mode")" = wal ]
 	[ "$(sql "PRAGMA application_id")" = "$APP_ID" ]
 	local n
-	n=$(find "$SRC/schema" -name '[0-9]*.sql' | wc -l)
+	n=$(find "$SRC/schema" -maxdepth 1 -name '[0-9]*.sql' | wc -l)
 	[ "$(sql "PRAGMA user_version")" = "$n" ]
 	local t
 	for t in meta sessions accepts runs results receipts; do

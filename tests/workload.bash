@@ -69,7 +69,7 @@ workload() {
 
 	# Cancel: a started run (its supervisor reports), a queued one (result now).
 	WORKLOAD_SID=$(current_session)
-	submit "$(spec c1 /bin/sleep '["30"]')" "$(spec c2 /bin/true '[]' "$FAR")"
+	submit "$(spec c1 /bin/sleep '["3600"]')" "$(spec c2 /bin/true '[]' "$FAR")"
 	j accept exec-accept --json --from-dispatcher
 	j event exec-run start --json
 	j event exec-run cancel c1 --session "$WORKLOAD_SID" --json
@@ -87,7 +87,7 @@ workload() {
 	j accept exec-accept --json --from-dispatcher
 	j event exec-run start --wait --json --budget-ms 200 || true
 	admin DELETE /admin/faults >/dev/null
-	submit "$(spec s2 /bin/sleep '["30"]' '"policy":{"destinations":["backup"],"notify":"/bin/false"}')"
+	submit "$(spec s2 /bin/sleep '["3600"]' '"policy":{"destinations":["backup"],"notify":"/bin/false"}')"
 	j accept exec-accept --json --from-dispatcher
 	spec q-new /bin/true '[]' "$FAR" | j accept exec-accept --json
 	j event exec-run start --json

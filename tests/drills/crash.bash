@@ -261,7 +261,7 @@ witness_deliver() {
 	claimed)
 		owner=$(val "SELECT claim_owner FROM results WHERE run_id='$id'")
 		[ -n "$owner" ]
-		! kill -0 "${owner%%:*}" 2>/dev/null || [ "$(cut -d' ' -f22 "/proc/${owner%%:*}/stat")" != "${owner#*:}" ]
+		if kill -0 "${owner%%:*}" 2>/dev/null; then [ "$(cut -d' ' -f22 "/proc/${owner%%:*}/stat")" != "${owner#*:}" ]; fi
 		[ "$(disp_reports "$id")" = 0 ] ;;
 	attempt-counted)
 		[ "$(val "SELECT attempts FROM results WHERE run_id='$id'")" = 1 ]

@@ -22,11 +22,11 @@ PIDS_FILE=$BATS_TEST_TMPDIR/pids
 export LEDGER GO DRILLS PIDS_FILE
 
 # gspec ID [EXIT [GATED [SLEEP]]]: a ledger guest that exits with EXIT
-# (default 0); GATED=1 makes it wait (bounded: 10 s) for the file $GO
+# (default 0); GATED=1 makes it wait (bounded by $WAIT_S) for the file $GO
 # before exiting; SLEEP (seconds, e.g. 0.1) makes it take that long.
 gspec() {
 	local script="echo \\\"\$EXEC_RUN_ID\\\" >> $LEDGER"
-	[ "${3:-0}" = 1 ] && script="$script; i=0; while [ ! -e $GO ] && [ \$i -lt 400 ]; do sleep 0.025; i=\$((i+1)); done"
+	[ "${3:-0}" = 1 ] && script="$script; i=0; while [ ! -e $GO ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done"
 	[ -n "${4:-}" ] && script="$script; sleep $4"
 	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","%s; exit %d"]}' \
 		"$1" "$1" "$script" "${2:-0}"
@@ -58,7 +58,7 @@ check() {
 
 # A SQL value of the state, read by a fresh sqlite3.
 # (The sqlite3 shell sets no busy timeout of its own: give it one.)
-val() { sqlite3 -cmd '.timeout 10000' -readonly "$EXEC_STATE_DIR/state.db" "$1"; }
+val() { sqlite3 -cmd ".timeout $WAIT_MS" -readonly "$EXEC_STATE_DIR/state.db" "$1"; }
 
 # crash POINT CMD...: run CMD with EXEC_CRASH_AT=POINT; it must die of
 # SIGKILL at that point (status 137).  Counts into $CRASHES.
@@ -133,7 +133,8 @@ restart_dispatcher() {
 		exec-dispatcher --port "$port" --port-file "$portfile" --store "${1:-$BATS_TEST_TMPDIR/disp.db}" \
 			--lease-ms 3600000 --quiet >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 		DISP_PID=$!
-		wait_for test -s "$portfile" && break
+		wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
+		[ -s "$portfile" ] && break
 		wait "$DISP_PID" 2>/dev/null || true
 		sleep 0.05
 	done

@@ -126,6 +126,36 @@ dbsum() { sha256sum "$EXEC_STATE_DIR/state.db" | cut -d' ' -f1; }
 	check --drained
 }
 
+# The bytes of the database and of its WAL, and that the -shm file is there
+# (its bytes are the readers' shared index and locks: every reader writes them).
+dbsums() {
+	sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal
+	[ -f "$EXEC_STATE_DIR/state.db-shm" ] && echo shm
+}
+
+# wal_sql SQL: write with the sqlite3 shell but leave the frames in the WAL
+# (the shell would otherwise checkpoint them into state.db when it closes).
+wal_sql() { sqlite3 -cmd '.dbconfig no_ckpt_on_close on' "$EXEC_STATE_DIR/state.db" "$1" >/dev/null; }
+
+@test "a refused state keeps every byte, its WAL frames included: another version (78), a damaged meta (65)" {
+	witnessed_state
+	wal_sql "UPDATE meta SET value = '0.0.9-other' WHERE key = 'package_version'"
+	[ "$(stat -c %s "$EXEC_STATE_DIR/state.db-wal")" -gt 0 ]      # the change is only in the WAL
+	before=$(dbsums)
+	run each_tool
+	[ "$(grep -c " $EK_VERSION " <<<"$output")" = 8 ]
+	[ "$(dbsums)" = "$before" ]                                   # no checkpoint, no WAL removal
+	run exec-session report
+	assert_output --partial "0.0.9-other"
+	# a meta without the executor id: damaged, refused the same way
+	wal_sql "UPDATE meta SET value = '$(exec-session --version | sed 's/.* //')' WHERE key = 'package_version'; DELETE FROM meta WHERE key = 'executor_id'"
+	before=$(dbsums)
+	run exec-run start --wait
+	[ "$status" -eq "$EK_DATAERR" ]
+	[ "$(dbsums)" = "$before" ]
+	[ "$(ran w2)" = 0 ]
+}
+
 # garble FILE OFFSET: 12 bytes of 0xff at OFFSET (a b-tree page header).
 garble() {
 	printf '\377\377\377\377\377\377\377\377\377\377\377\377' |

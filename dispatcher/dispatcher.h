@@ -1,0 +1,247 @@
+/*
+ * dispatcher — what the files of the reference dispatcher share.
+ *
+ * exec-dispatcher is a small HTTP server that speaks doc/protocol.md to
+ * executors, keeps its own SQLite store, and lets tests steer it through
+ * /admin/ endpoints and injected faults.  cmd/exec-dispatcher.c parses the
+ * options into dsp.cfg, opens the store and starts the server; the rest is
+ * here, one file per area:
+ *
+ *   http.c         the route table, a request's life in libmicrohttpd,
+ *                  and the helpers every handler answers with
+ *   store.c        the store: its schema (schema/dispatcher/), the
+ *                  query helpers, one write transaction per request
+ *   faults.c       injected faults: the queue, and what each kind does
+ *   sessions.c     negotiation, heartbeat, close, adoption; the gate
+ *   work.c         the work feed and acceptance receipts
+ *   results.c      terminal results, the report log, reports in flight
+ *   inspections.c  a client's InspectRetainedRun, relayed
+ *   admin.c        /admin/: runs, summary, sessions, faults
+ *   util.c         ids, small checks, the log line
+ *
+ * Shape: libmicrohttpd runs one thread per connection and calls
+ * on_request() for every request.  The request body is collected (with a
+ * cap), a queued fault may be taken, then a handler from the route table
+ * answers.  Every handler that touches the store does so between
+ * tx_begin() and tx_end(): one SQLite connection, one mutex, one write
+ * transaction per request, so handlers see a consistent store and lapsed
+ * leases are expired on every access.
+ *
+ * Threads: dsp.cfg is written only before the server starts.  dsp.store.mu
+ * guards the connection and every statement on it (tx_begin() takes it;
+ * flight_persist() takes it for its own transaction; store_open() runs
+ * before any other thread).  The fault queue and the in-flight counts have
+ * their own mutexes, private to faults.c and results.c.
+ *
+ * Invariants:
+ *  1. A run's first accepted result is recorded once, with exactly one
+ *     ledger charge; a duplicate or refused report changes neither.
+ *  2. Every report to /v1/results is kept in `reports`, whatever its answer.
+ *  3. Credentials are never logged and only their SHA-256 is stored.
+ *  4. The server binds 127.0.0.1 only.
+ *  5. An inspection's answer is recorded once, only from the session it
+ *     names, and never with a field its outcome does not have.
+ */
+#ifndef EK_DISPATCHER_H
+#define EK_DISPATCHER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <sqlite3.h>
+
+#include "db.h"
+#include "err.h"
+
+/* "exec-dispatcher", defined beside main. */
+extern const char PROG[];
+
+enum { MAX_CONNECTIONS = 256 };          /* also bounds the in-flight table */
+
+struct config {
+	int64_t port, lease_ms, heartbeat_ms;
+	const char *port_file, *store, *incarnation;
+	bool quiet;
+};
+
+struct store {
+	struct db db;                    /* keep stays off: see store.c */
+	pthread_mutex_t mu;              /* guards db and every statement on it */
+	char incarnation[40];
+};
+
+/* The server's state: one instance, defined beside main. */
+struct dispatcher {
+	struct config cfg;               /* set before the server starts, then read-only */
+	atomic_bool stopping;            /* set once, when a stop signal arrives */
+	struct store store;
+};
+
+extern struct dispatcher dsp;
+
+/* ---- faults.c ------------------------------------------------------- */
+
+enum fault_kind { F_NONE, F_DELAY, F_DROP_ACK, F_5XX, F_429, F_RESET, F_MALFORMED, F_HANG,
+	F_4XX, F_KINDS };
+
+struct fault {
+	int kind;                        /* enum fault_kind; F_NONE = no fault */
+	int64_t count, delay_ms;
+	char path[256];                  /* applies to paths with this prefix */
+};
+
+/* ---- http.c: a request -------------------------------------------- */
+
+struct route;
+
+struct req {
+	struct MHD_Connection *conn;
+	char method[16], path[512], arg[200];   /* arg: the path's "*" segment */
+	const struct route *route;
+	char allow[64];                          /* methods the path supports */
+	char *body;
+	size_t len, cap, limit;
+	bool too_big, is_result, rollback;
+	json_t *in, *out;
+	struct fault fault;
+	struct ek_err e;
+	int64_t t0;
+};
+
+typedef int handler_fn(struct req *rq);
+
+/* Set rq->out to an error body; return status. */
+int fail(struct req *rq, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Answer 410 session_over for a session in state status. */
+int fail_over(struct req *rq, const char *status);
+/* Answer 500 for the store error in rq->e; the transaction will roll back. */
+int internal(struct req *rq);
+/* Set rq->out to obj (NULL → 500); return status. */
+int answer(struct req *rq, int status, json_t *obj);
+/* The request body as JSON (parsed once); NULL with a 400 answer set. */
+json_t *body_json(struct req *rq);
+
+/* Run the request's handler (or answer 404/405); the HTTP status. */
+int dispatch(struct req *rq);
+/* Send rq->out with status. */
+enum MHD_Result respond(struct req *rq, int status);
+/* Send text (len bytes, freed here) with status as application/json. */
+enum MHD_Result send_text(struct req *rq, int status, char *text, size_t len);
+/* One log line per request (never a header, so never the credential). */
+void log_request(struct req *rq, int status);
+
+/* Has the client closed its end of the connection? */
+bool peer_gone(struct MHD_Connection *conn);
+/* Sleep up to ms in short slices; stop early on shutdown or, if conn is
+ * given, when the client has gone. */
+void nap(int64_t ms, struct MHD_Connection *conn);
+
+/* Start listening on 127.0.0.1:dsp.cfg.port; NULL with e filled. */
+struct MHD_Daemon *http_start(struct ek_err *e);
+
+/* ---- store.c -------------------------------------------------------- */
+
+/* Open (creating if needed) the store at path, bring its schema up to
+ * date and load its incarnation (want_inc for a new store). */
+int store_open(const char *path, const char *want_inc, struct ek_err *e);
+void store_close(void);
+
+/* Prepare sql (a string literal) on the store and bind args by types
+ * ('s' text, 'i' int64); the caller steps it and hands it back with
+ * db_done().  NULL with e filled.  Only under dsp.store.mu. */
+sqlite3_stmt *sql_prep(struct ek_err *e, const char *sql, const char *types, ...);
+/* Run one statement that returns no row; 0 or -1 with e filled. */
+int sql_exec(struct ek_err *e, const char *sql, const char *types, ...);
+/* Column text, or NULL for SQL NULL. */
+const char *col(sqlite3_stmt *st, int i);
+/* Column as a JSON string, or JSON null. */
+json_t *col_json(sqlite3_stmt *st, int i);
+/* Select rows with sql (bound to arg unless NULL) into obj[key] as a list
+ * of objects named by names (integers stay integers); 0 or -1. */
+int rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, const char *arg,
+    const char *const *names);
+
+/* Lock the store, begin a write and expire lapsed leases; -1 with 500 set. */
+int tx_begin(struct req *rq);
+/* Commit (or roll back after an internal error) and unlock; final status. */
+int tx_end(struct req *rq, int status);
+
+/* ---- faults.c ------------------------------------------------------- */
+
+/* The kind's name, as the admin API and the report log spell it. */
+const char *fault_name(int kind);
+/* Take one use of the first queued fault whose path prefixes path. */
+struct fault fault_take(const char *path);
+/* Parse a fault request into f; NULL if valid, else why not. */
+const char *fault_parse(json_t *in, struct fault *f);
+/* Queue f; -1 if the queue is full. */
+int fault_queue(const struct fault *f);
+/* Forget every queued fault; how many there were. */
+size_t fault_clear(void);
+/* Serve rq under its fault; MHD_NO closes without an answer. */
+enum MHD_Result fault_serve(struct req *rq);
+
+/* ---- sessions.c ----------------------------------------------------- */
+
+struct sess {
+	char incarnation[40], executor_id[40], cred_sha256[65], status[16];
+};
+
+/* Load session sid: 1 found, 0 unknown, -1 store error (rq->e). */
+int sess_load(struct req *rq, const char *sid, struct sess *s);
+/* Admit a request for session sid (and incarnation inc, if given): 0 if
+ * current and the credential matches, else the error status (answer set).
+ * unknown_401: an unknown session is 401 (results) rather than 404. */
+int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401);
+
+handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
+
+/* ---- work.c --------------------------------------------------------- */
+
+handler_fn h_work, h_receipts;
+
+/* ---- results.c ------------------------------------------------------ */
+
+/* Keep a report row for a /v1/results request a fault kept from handling. */
+void report_fault(struct req *rq, int status);
+/* Count one more report of run_id in flight; return the new count. */
+int flight_enter(const char *run_id);
+/* Count one report of run_id no longer in flight. */
+void flight_leave(const char *run_id);
+/* Raise the stored max_in_flight of run_id to at least n. */
+void flight_persist(const char *run_id, int n);
+
+handler_fn h_result;
+
+/* ---- inspections.c -------------------------------------------------- */
+
+/* How many inspections wait for session sid's answer; -1 on error. */
+int64_t inspections_pending(struct req *rq, const char *sid);
+
+handler_fn h_inspection_new, h_inspection_get, h_inspection_list, h_inspection_answer;
+
+/* ---- admin.c -------------------------------------------------------- */
+
+handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_replace,
+	h_lease, h_list_sessions, h_add_fault, h_clear_faults;
+
+/* ---- util.c --------------------------------------------------------- */
+
+/* Fill out with prefix + 2*nbytes random hex digits; 0 or -1. */
+int random_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
+/* Is s exactly n hex digits (either case)? */
+bool is_hex(const char *s, size_t n);
+/* Is s a run id: 1..128 bytes of [A-Za-z0-9._:-]? */
+bool is_run_id(const char *s);
+/* Is s one of the NULL-terminated words? */
+bool one_of(const char *s, const char *const *words);
+/* Print "exec-dispatcher: ..." on stderr unless --quiet. */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

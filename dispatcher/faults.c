@@ -1,0 +1,167 @@
+/*
+ * faults — failures injected on purpose, for the executor's tests.
+ *
+ * POST /admin/faults queues a fault of one kind for the next count
+ * requests whose path starts with its path (default /v1/results); each
+ * request takes one use of the first matching fault when it arrives.
+ * fault_serve() then does what the kind says:
+ *
+ *   delay      wait delay_ms, then serve as usual
+ *   hang       wait delay_ms (default 60000) or until the client leaves,
+ *              then close without an answer; the handler does not run
+ *   reset      close without an answer; the handler does not run
+ *   5xx, 429,  answer 503 unavailable, 429 overloaded or 400 invalid in
+ *   4xx        the handler's place (kinds[] below)
+ *   drop_ack   run the handler, then close without its answer
+ *   malformed  run the handler, then answer 200 with a broken body
+ *
+ * A /v1/results request a fault kept from its handler is still kept in
+ * `reports` (invariant 2), with the fault's name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher.h"
+
+/* What each kind is called; the kinds that answer in the handler's place
+ * with an error have its status and code here. */
+static const struct {
+	const char *name;
+	int status;
+	const char *code;
+} kinds[F_KINDS] = {
+	[F_NONE] = { "none", 0, NULL },
+	[F_DELAY] = { "delay", 0, NULL },
+	[F_DROP_ACK] = { "drop_ack", 0, NULL },
+	[F_5XX] = { "5xx", 503, "unavailable" },
+	[F_429] = { "429", 429, "overloaded" },
+	[F_RESET] = { "reset", 0, NULL },
+	[F_MALFORMED] = { "malformed", 0, NULL },
+	[F_HANG] = { "hang", 0, NULL },
+	[F_4XX] = { "4xx", 400, "invalid" },
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct fault q[64];
+	size_t n;
+} faults = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+const char *
+fault_name(int kind)
+{
+	return kinds[kind].name;
+}
+
+struct fault
+fault_take(const char *path)
+{
+	struct fault f = { .kind = F_NONE };
+	size_t i;
+
+	if (strcmp(path, "/admin/faults") == 0)
+		return f;            /* faults can always be cleared */
+	pthread_mutex_lock(&faults.mu);
+	for (i = 0; i < faults.n; i++) {
+		if (strncmp(path, faults.q[i].path, strlen(faults.q[i].path)) != 0)
+			continue;
+		f = faults.q[i];
+		if (--faults.q[i].count == 0) {
+			memmove(faults.q + i, faults.q + i + 1, (faults.n - i - 1) * sizeof faults.q[0]);
+			faults.n--;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&faults.mu);
+	return f;
+}
+
+/* The kind called name; F_NONE for no kind ("none" included). */
+static int
+kind_of(const char *name)
+{
+	int k;
+
+	for (k = F_NONE + 1; name && k < F_KINDS; k++)
+		if (strcmp(kinds[k].name, name) == 0)
+			return k;
+	return F_NONE;
+}
+
+const char *
+fault_parse(json_t *in, struct fault *f)
+{
+	json_t *c = json_object_get(in, "count"), *d = json_object_get(in, "delay_ms");
+	json_t *p = json_object_get(in, "path");
+	const char *kind = json_string_value(json_object_get(in, "kind"));
+
+	if (!json_is_object(in) || (f->kind = kind_of(kind)) == F_NONE)
+		return "kind must be delay, drop_ack, 5xx, 429, reset, malformed, hang or 4xx";
+	if (c && (!json_is_integer(c) || json_integer_value(c) < 1))
+		return "count must be a positive integer";
+	if (d && (!json_is_integer(d) || json_integer_value(d) < 0))
+		return "delay_ms must be a non-negative integer";
+	if (p && (!json_is_string(p) || json_string_value(p)[0] != '/' ||
+	    json_string_length(p) >= sizeof f->path))
+		return "path must be a string starting with '/'";
+	f->count = c ? json_integer_value(c) : 1;
+	f->delay_ms = d ? json_integer_value(d) : f->kind == F_HANG ? 60000 : 0;
+	snprintf(f->path, sizeof f->path, "%s", p ? json_string_value(p) : "/v1/results");
+	return NULL;
+}
+
+int
+fault_queue(const struct fault *f)
+{
+	bool full;
+
+	pthread_mutex_lock(&faults.mu);
+	full = faults.n == sizeof faults.q / sizeof faults.q[0];
+	if (!full)
+		faults.q[faults.n++] = *f;
+	pthread_mutex_unlock(&faults.mu);
+	return full ? -1 : 0;
+}
+
+size_t
+fault_clear(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&faults.mu);
+	n = faults.n;
+	faults.n = 0;
+	pthread_mutex_unlock(&faults.mu);
+	return n;
+}
+
+enum MHD_Result
+fault_serve(struct req *rq)
+{
+	int kind = rq->fault.kind, status;
+	char *junk;
+
+	if (kind == F_HANG)
+		nap(rq->fault.delay_ms, rq->conn);
+	if (kind == F_RESET || kind == F_HANG) {
+		report_fault(rq, 0);
+		log_request(rq, 0);
+		return MHD_NO;
+	}
+	if (kinds[kind].status) {
+		status = fail(rq, kinds[kind].status, kinds[kind].code, "injected fault");
+		report_fault(rq, status);
+		return respond(rq, status);
+	}
+	if (kind == F_DELAY)
+		nap(rq->fault.delay_ms, NULL);
+	status = dispatch(rq);
+	if (kind == F_DROP_ACK) {
+		log_request(rq, 0);
+		return MHD_NO;
+	}
+	if (kind == F_MALFORMED && (junk = strdup("{\"status\":\"recorded\",<html>")))
+		return send_text(rq, 200, junk, strlen(junk));
+	return respond(rq, status);
+}

@@ -1,0 +1,364 @@
+/*
+ * http — the dispatcher's face to libmicrohttpd: the route table, a
+ * request's life (collect the body up to a cap, take a queued fault,
+ * dispatch to a handler, send the JSON answer, log one line), and the
+ * helpers every handler answers with.
+ *
+ * libmicrohttpd calls on_request() once when a request arrives, once per
+ * chunk of upload, and once more when the upload is complete; the request
+ * is served then, and freed by on_completed().
+ */
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "cli.h"
+#include "dispatcher.h"
+
+enum { RESULT_MAX = 64 * 1024, V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };
+
+int
+fail(struct req *rq, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	char detail[512];
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	json_decref(rq->out);
+	rq->out = json_pack("{s:s, s:s}", "error", code, "detail", detail);
+	return status;
+}
+
+int
+fail_over(struct req *rq, const char *status)
+{
+	fail(rq, 410, "session_over", "the session is %s", status);
+	json_object_set_new(rq->out, "status", json_string(status));
+	return 410;
+}
+
+int
+internal(struct req *rq)
+{
+	say("%s %s: %s", rq->method, rq->path, rq->e.msg);
+	rq->rollback = true;
+	return fail(rq, 500, "internal", "%s", rq->e.msg);
+}
+
+int
+answer(struct req *rq, int status, json_t *obj)
+{
+	json_decref(rq->out);
+	rq->out = obj;
+	if (!obj)
+		return fail(rq, 500, "internal", "out of memory");
+	return status;
+}
+
+json_t *
+body_json(struct req *rq)
+{
+	json_error_t je;
+
+	if (rq->in)
+		return rq->in;
+	if (rq->too_big) {
+		fail(rq, 400, "invalid", "body larger than %zu bytes", rq->limit);
+		return NULL;
+	}
+	rq->in = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
+	if (!rq->in)
+		fail(rq, 400, "invalid", "body is not JSON: %s", je.text);
+	return rq->in;
+}
+
+bool
+peer_gone(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	char c;
+
+	return ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+void
+nap(int64_t ms, struct MHD_Connection *conn)
+{
+	int64_t end = mono_ms() + ms;
+	struct timespec slice = { 0, 20 * 1000 * 1000 };
+
+	while (mono_ms() < end && !atomic_load(&dsp.stopping)) {
+		if (conn && peer_gone(conn))
+			return;
+		nanosleep(&slice, NULL);
+	}
+}
+
+/* libmicrohttpd's own messages, routed through say(). */
+__attribute__((format(printf, 2, 0)))
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t n;
+
+	vsnprintf(line, sizeof line, fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	say("mhd: %s", line);
+}
+
+static const struct route {
+	const char *method, *pattern;   /* "*" matches one path segment */
+	handler_fn *fn;
+} routes[] = {
+	{ "POST", "/v1/sessions", h_negotiate },
+	{ "POST", "/v1/sessions/*/heartbeat", h_heartbeat },
+	{ "DELETE", "/v1/sessions/*", h_close },
+	{ "GET", "/v1/sessions/*/work", h_work },
+	{ "POST", "/v1/sessions/*/receipts", h_receipts },
+	{ "POST", "/v1/sessions/*/adoptions", h_adopt },
+	{ "POST", "/v1/results", h_result },
+	{ "POST", "/v1/inspections", h_inspection_new },
+	{ "GET", "/v1/inspections/*", h_inspection_get },
+	{ "GET", "/v1/sessions/*/inspections", h_inspection_list },
+	{ "POST", "/v1/sessions/*/inspections/*", h_inspection_answer },
+	{ "POST", "/admin/runs", h_submit },
+	{ "GET", "/admin/runs", h_list_runs },
+	{ "GET", "/admin/runs/*", h_show_run },
+	{ "GET", "/admin/summary", h_summary },
+	{ "POST", "/admin/sessions/*/revoke", h_revoke },
+	{ "POST", "/admin/sessions/*/expire", h_expire },
+	{ "POST", "/admin/sessions/*/replace", h_replace },
+	{ "POST", "/admin/sessions/*/lease", h_lease },
+	{ "GET", "/admin/sessions", h_list_sessions },
+	{ "POST", "/admin/faults", h_add_fault },
+	{ "DELETE", "/admin/faults", h_clear_faults },
+};
+
+/* Does path match pat ("*" = one non-empty segment, copied to arg)? */
+static bool
+route_match(const char *pat, const char *path, char *arg, size_t argsz)
+{
+	size_t n;
+
+	while (*pat && *path) {
+		if (*pat == '*') {
+			n = strcspn(path, "/");
+			if (n == 0 || n >= argsz)
+				return false;
+			memcpy(arg, path, n);
+			arg[n] = '\0';
+			path += n;
+			pat++;
+		} else if (*pat++ != *path++)
+			return false;
+	}
+	return !*pat && !*path;
+}
+
+/* Pick rq->route for the method and path; collect rq->allow for a 405. */
+static void
+route_find(struct req *rq)
+{
+	size_t i, n = sizeof routes / sizeof routes[0];
+
+	for (i = 0; i < n && !rq->route; i++) {
+		if (!route_match(routes[i].pattern, rq->path, rq->arg, sizeof rq->arg))
+			continue;
+		if (strcmp(routes[i].method, rq->method) == 0)
+			rq->route = &routes[i];
+		else if (!strstr(rq->allow, routes[i].method))
+			snprintf(rq->allow + strlen(rq->allow), sizeof rq->allow - strlen(rq->allow),
+			    "%s%s", rq->allow[0] ? ", " : "", routes[i].method);
+	}
+}
+
+void
+log_request(struct req *rq, int status)
+{
+	char code[16] = "-";
+
+	if (status > 0)
+		snprintf(code, sizeof code, "%d", status);
+	say("%s %s %s %" PRId64 "ms%s%s", rq->method, rq->path, code, mono_ms() - rq->t0,
+	    rq->fault.kind ? " fault=" : "", rq->fault.kind ? fault_name(rq->fault.kind) : "");
+}
+
+enum MHD_Result
+send_text(struct req *rq, int status, char *text, size_t len)
+{
+	struct MHD_Response *resp = text ?
+	    MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
+	enum MHD_Result r;
+
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (status == 405)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
+	r = MHD_queue_response(rq->conn, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	log_request(rq, status);
+	return r;
+}
+
+enum MHD_Result
+respond(struct req *rq, int status)
+{
+	char *text = json_dumps(rq->out ? rq->out : json_object(), JSON_COMPACT);
+
+	return send_text(rq, status, text, text ? strlen(text) : 0);
+}
+
+int
+dispatch(struct req *rq)
+{
+	if (rq->route)
+		return rq->route->fn(rq);
+	if (rq->allow[0])
+		return fail(rq, 405, "method_not_allowed", "%s does not allow %s", rq->path, rq->method);
+	return fail(rq, 404, "not_found", "no such endpoint '%s'", rq->path);
+}
+
+/* A new request: copy method and path, route it, take a fault. */
+static struct req *
+req_new(struct MHD_Connection *conn, const char *url, const char *method)
+{
+	struct req *rq = calloc(1, sizeof *rq);
+
+	if (!rq)
+		return NULL;
+	rq->conn = conn;
+	rq->t0 = mono_ms();
+	snprintf(rq->method, sizeof rq->method, "%s", method);
+	if (strlen(url) < sizeof rq->path) {
+		snprintf(rq->path, sizeof rq->path, "%s", url);
+		route_find(rq);
+	} else
+		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
+	rq->is_result = strcmp(rq->path, "/v1/results") == 0;
+	rq->limit = rq->is_result ? RESULT_MAX : strncmp(rq->path, "/admin/", 7) == 0 ?
+	    ADMIN_MAX : V1_MAX;
+	rq->fault = fault_take(rq->path);
+	return rq;
+}
+
+/* Append upload data to the body, up to rq->limit; beyond it, discard. */
+static void
+req_append(struct req *rq, const char *data, size_t n)
+{
+	size_t want = rq->len + n + 1;
+	char *p;
+
+	if (rq->too_big || want > rq->limit + 1) {
+		rq->too_big = true;
+		return;
+	}
+	if (want > rq->cap) {
+		size_t cap = rq->cap ? rq->cap : 4096;
+		while (cap < want)
+			cap *= 2;
+		if (!(p = realloc(rq->body, cap))) {
+			rq->too_big = true;
+			return;
+		}
+		rq->body = p;
+		rq->cap = cap;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len += n;
+	rq->body[rq->len] = '\0';
+}
+
+/* The body is complete: count the report in flight, then serve it. */
+static enum MHD_Result
+req_finish(struct req *rq)
+{
+	const char *id = rq->is_result && body_json(rq) ?
+	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
+	char run_id[129] = "";
+	enum MHD_Result r;
+	int n;
+
+	if (id && is_run_id(id)) {
+		snprintf(run_id, sizeof run_id, "%s", id);
+		if ((n = flight_enter(run_id)) > 0)
+			flight_persist(run_id, n);
+	}
+	json_decref(rq->out);       /* a 400 from body_json() is answered by the handler */
+	rq->out = NULL;
+	r = fault_serve(rq);
+	if (run_id[0])
+		flight_leave(run_id);
+	return r;
+}
+
+/* libmicrohttpd's access handler: called once per request, then per
+ * chunk of upload, then once more when the upload is complete. */
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+    const char *version, const char *data, size_t *size, void **ctx)
+{
+	struct req *rq = *ctx;
+
+	if (!rq) {
+		*ctx = req_new(conn, url, method);
+		return *ctx ? MHD_YES : MHD_NO;
+	}
+	if (*size) {
+		req_append(rq, data, *size);
+		*size = 0;
+		return MHD_YES;
+	}
+	return req_finish(rq);
+}
+
+/* Free a request's state when libmicrohttpd is done with it. */
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *ctx;
+
+	if (!rq)
+		return;
+	json_decref(rq->in);
+	json_decref(rq->out);
+	free(rq->body);
+	free(rq);
+	*ctx = NULL;
+}
+
+struct MHD_Daemon *
+http_start(struct ek_err *e)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct MHD_Daemon *d;
+
+	sa.sin_port = htons((uint16_t)dsp.cfg.port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+	    MHD_USE_ERROR_LOG, (uint16_t)dsp.cfg.port, NULL, NULL, on_request, NULL,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)15,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_END);
+	if (!d)
+		ek_fail(e, EK_OSERR, "cannot listen on 127.0.0.1:%" PRId64, dsp.cfg.port);
+	return d;
+}

@@ -1,0 +1,254 @@
+/*
+ * results — POST /v1/results: a run's terminal result, checked in the
+ * protocol's order and recorded once (invariant 1), and every report kept
+ * in `reports` whatever its answer (invariant 2), a faulted one included.
+ * Also the count of each run's reports in flight at once, which tests read
+ * back as the run's max_in_flight.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dispatcher.h"
+#include "sha256.h"
+
+enum { MESSAGE_MAX = 4096 };
+
+struct result {
+	const char *run_id, *incarnation, *session_id;
+};
+
+/* Check a result body; NULL if valid, else why not (r filled as far as
+ * the strings go, for the report log). */
+static const char *
+result_check(json_t *in, struct result *r)
+{
+	static const char *const fields[] = { "run_id", "incarnation", "session_id", "outcome",
+		"exit_code", "wait_status", "message", "chosen_at", NULL };
+	static const char *const outcomes[] = { "exited", "killed", "timeout", "cancelled",
+		"exec_failed", NULL };
+	const char *k, *o;
+	json_t *v, *ws, *msg;
+
+	if (!json_is_object(in))
+		return "result is not a JSON object";
+	r->run_id = json_string_value(json_object_get(in, "run_id"));
+	r->incarnation = json_string_value(json_object_get(in, "incarnation"));
+	r->session_id = json_string_value(json_object_get(in, "session_id"));
+	json_object_foreach(in, k, v)
+		if (!one_of(k, fields))
+			return "unknown field in result";
+	if (!r->run_id || !is_run_id(r->run_id) || !r->incarnation || !r->session_id)
+		return "run_id, incarnation and session_id must be strings (run_id of [A-Za-z0-9._:-])";
+	if (!(o = json_string_value(json_object_get(in, "outcome"))) || !one_of(o, outcomes))
+		return "outcome must be exited, killed, timeout, cancelled or exec_failed";
+	v = json_object_get(in, "exit_code");
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 255)
+		return "exit_code must be an integer from 0 to 255";
+	ws = json_object_get(in, "wait_status");
+	if (!ws || !(json_is_integer(ws) || json_is_null(ws)))
+		return "wait_status must be an integer or null";
+	msg = json_object_get(in, "message");
+	if (!json_is_string(msg) || json_string_length(msg) > MESSAGE_MAX)
+		return "message must be a string of at most 4096 bytes";
+	if (!json_is_integer(json_object_get(in, "chosen_at")))
+		return "chosen_at must be an integer";
+	return NULL;
+}
+
+/* Keep one report row: its run, session, body hash, answer and fault. */
+static int
+report_insert(struct req *rq, const struct result *r, const char *sha, int status)
+{
+	return sql_exec(&rq->e, "INSERT INTO reports(run_id, session_id, body_sha256, status,"
+	    " error, fault, at) VALUES(?,?,?,?,?,?,?)", "sssissi", r->run_id, r->session_id, sha,
+	    (int64_t)status, json_string_value(json_object_get(rq->out, "error")),
+	    rq->fault.kind ? fault_name(rq->fault.kind) : NULL, now_ms());
+}
+
+/* The session that adopted sid into *by: 1, 0 none, -1 store error. */
+static int
+adopter_of(struct req *rq, const char *sid, char *by, size_t n)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT by_session FROM adoptions WHERE session_id=?",
+	    "s", sid);
+	int r;
+
+	if (!st)
+		return -1;
+	if ((r = db_step(&dsp.store.db, st, &rq->e)) == 1)
+		db_col_text(st, 0, by, n);
+	db_done(&dsp.store.db, st);
+	return r;
+}
+
+/* Admit a report of r: the credential must be that of r's own session,
+ * current, or, once r's session was adopted, that of its adopter, current
+ * (the body keeps naming the session that accepted the run). */
+static int
+report_gate(struct req *rq, const struct result *r)
+{
+	char by[64];
+	struct sess s;
+	int adopted = adopter_of(rq, r->session_id, by, sizeof by), known;
+
+	if (adopted < 0)
+		return internal(rq);
+	if (!adopted)
+		return sess_gate(rq, r->session_id, r->incarnation, true);
+	if ((known = sess_load(rq, r->session_id, &s)) < 0)
+		return internal(rq);
+	if (!known || strcmp(s.incarnation, r->incarnation) != 0)
+		return fail(rq, 401, "unauthorized", "incarnation does not match the session");
+	return sess_gate(rq, by, NULL, true);
+}
+
+/* Record r unless a protocol check refuses it; the HTTP status. */
+static int
+result_record(struct req *rq, const struct result *r, const char *sha)
+{
+	sqlite3_stmt *st;
+	char owner[64] = "", rsha[SHA256_HEX_LEN + 1] = "";
+	int64_t record_id = 0;
+	int found, status;
+
+	if ((status = report_gate(rq, r)))
+		return status;
+	if (!(st = sql_prep(&rq->e, "SELECT r.owner_session, s.record_id, s.body_sha256 FROM runs r"
+	    " LEFT JOIN results s ON s.run_id=r.run_id WHERE r.run_id=?", "s", r->run_id)) ||
+	    (found = db_step(&dsp.store.db, st, &rq->e)) < 0) {
+		db_done(&dsp.store.db, st);
+		return internal(rq);
+	}
+	if (found) {
+		db_col_text(st, 0, owner, sizeof owner);
+		record_id = sqlite3_column_int64(st, 1);
+		db_col_text(st, 2, rsha, sizeof rsha);
+	}
+	db_done(&dsp.store.db, st);
+	if (!found)
+		return fail(rq, 404, "unknown_run", "no run '%s'", r->run_id);
+	if (owner[0] && strcmp(owner, r->session_id) != 0)
+		return fail(rq, 409, "wrong_session", "run '%s' is owned by another session", r->run_id);
+	if (record_id)
+		return strcmp(rsha, sha) == 0 ? answer(rq, 200, json_pack("{s:s, s:I}",
+		    "status", "duplicate", "record_id", (json_int_t)record_id)) :
+		    fail(rq, 409, "conflict", "a different result is recorded for run '%s'", r->run_id);
+	if (sql_exec(&rq->e, "INSERT INTO results(run_id, session_id, body, body_sha256,"
+	    " recorded_at) VALUES(?,?,?,?,?)", "ssssi", r->run_id, r->session_id, rq->body, sha,
+	    now_ms()) < 0)
+		return internal(rq);
+	record_id = sqlite3_last_insert_rowid(dsp.store.db.h);
+	if (sql_exec(&rq->e, "INSERT INTO ledger(run_id, charge, at)"
+	    " SELECT run_id, 1 + cost, ? FROM runs WHERE run_id=?", "is", now_ms(), r->run_id) < 0 ||
+	    sql_exec(&rq->e, "UPDATE runs SET state='finished', owner_session=? WHERE run_id=?",
+	    "ss", r->session_id, r->run_id) < 0)
+		return internal(rq);
+	return answer(rq, 200, json_pack("{s:s, s:I}", "status", "recorded",
+	    "record_id", (json_int_t)record_id));
+}
+
+/* POST /v1/results: one terminal result, checked in the protocol's order. */
+int
+h_result(struct req *rq)
+{
+	struct result r = { NULL, NULL, NULL };
+	const char *why = NULL;
+	char sha[SHA256_HEX_LEN + 1];
+	json_t *in = body_json(rq);
+	int status;
+
+	sha256_hex(rq->body ? rq->body : "", rq->len, sha);
+	if (in)
+		why = result_check(in, &r);
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (!in)
+		status = 400;
+	else if (why)
+		status = fail(rq, 400, "invalid", "%s", why);
+	else
+		status = result_record(rq, &r, sha);
+	if (status < 500 && report_insert(rq, &r, rq->too_big ? NULL : sha, status) < 0)
+		status = internal(rq);
+	return tx_end(rq, status);
+}
+
+void
+report_fault(struct req *rq, int status)
+{
+	json_t *in = rq->in;
+	struct result r = { json_string_value(json_object_get(in, "run_id")), NULL,
+		json_string_value(json_object_get(in, "session_id")) };
+	char sha[SHA256_HEX_LEN + 1];
+
+	if (!rq->is_result)
+		return;
+	sha256_hex(rq->body ? rq->body : "", rq->len, sha);
+	if (tx_begin(rq) < 0)
+		return;
+	if (report_insert(rq, &r, rq->too_big ? NULL : sha, status) < 0)
+		rq->rollback = true;
+	tx_end(rq, 0);            /* the fault's own status must not roll back */
+}
+
+/* Reports in flight, per run: each is on a connection of its own, so
+ * MAX_CONNECTIONS slots hold every run in flight. */
+static struct {
+	pthread_mutex_t mu;
+	struct { char run_id[129]; int cur; } v[MAX_CONNECTIONS];
+} flights = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+int
+flight_enter(const char *run_id)
+{
+	int i, free_slot = -1, n = 0;
+
+	pthread_mutex_lock(&flights.mu);
+	for (i = 0; i < MAX_CONNECTIONS; i++) {
+		if (flights.v[i].cur && strcmp(flights.v[i].run_id, run_id) == 0) {
+			n = ++flights.v[i].cur;
+			break;
+		}
+		if (!flights.v[i].cur && free_slot < 0)
+			free_slot = i;
+	}
+	if (!n && free_slot >= 0) {
+		snprintf(flights.v[free_slot].run_id, sizeof flights.v[0].run_id, "%s", run_id);
+		n = flights.v[free_slot].cur = 1;
+	}
+	pthread_mutex_unlock(&flights.mu);
+	return n;
+}
+
+void
+flight_leave(const char *run_id)
+{
+	int i;
+
+	pthread_mutex_lock(&flights.mu);
+	for (i = 0; i < MAX_CONNECTIONS; i++)
+		if (flights.v[i].cur && strcmp(flights.v[i].run_id, run_id) == 0) {
+			flights.v[i].cur--;
+			break;
+		}
+	pthread_mutex_unlock(&flights.mu);
+}
+
+void
+flight_persist(const char *run_id, int n)
+{
+	struct ek_err e = { 0 };
+
+	pthread_mutex_lock(&dsp.store.mu);
+	if (db_begin_write(&dsp.store.db, &e) == 0 &&
+	    sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND max_in_flight<?",
+	    "isi", (int64_t)n, run_id, (int64_t)n) == 0)
+		db_commit(&dsp.store.db, &e);
+	else
+		db_rollback(&dsp.store.db);
+	pthread_mutex_unlock(&dsp.store.mu);
+	if (e.msg[0])
+		say("%s: max_in_flight: %s", run_id, e.msg);
+}
+

@@ -1,0 +1,195 @@
+/*
+ * store — the dispatcher's SQLite store: one connection, one mutex.
+ *
+ * The schema is schema/dispatcher/NNN_name.sql, compiled in as
+ * dispatcher/schema_sql.h by build-aux/sql2c.sh, as the executor's is.
+ * Unlike the executor's, which is created once and then version-checked,
+ * every step here is applied at every open, in order, in one transaction:
+ * each creates only what is missing (IF NOT EXISTS), so a store written
+ * before a step existed gains its tables and nothing else changes.  The
+ * store's one meta fact is its incarnation, created once and then kept
+ * (a different --incarnation is ignored, with a note on stderr).
+ *
+ * Every statement comes from db_prep() (through sql_prep() or sql_exec())
+ * and goes back through db_done(), under dsp.store.mu.  The connection
+ * does not keep statements prepared (db.keep is off), so db_done()
+ * finalizes each one.  db_prep()'s cache has no lock of its own; every use
+ * here holds the mutex, so keeping would be safe, but it would change how
+ * statements live across requests: left for a change of its own.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dispatcher.h"
+
+struct schema_step { const char *name; const char *sql; };
+#include "dispatcher/schema_sql.h"
+#define SCHEMA_STEPS ((int)(sizeof schema_steps / sizeof schema_steps[0]))
+
+/* Prepare sql on the store and bind args by types ('s' text, 'i' int64). */
+static sqlite3_stmt *
+sql_vprep(struct ek_err *e, const char *sql, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = db_prep(&dsp.store.db, sql, e);
+	int i;
+
+	for (i = 0; st && types[i]; i++) {
+		if (types[i] == 's')
+			db_bind_text(st, i + 1, va_arg(ap, const char *));
+		else
+			db_bind_i64(st, i + 1, va_arg(ap, int64_t));
+	}
+	return st;
+}
+
+sqlite3_stmt *
+sql_prep(struct ek_err *e, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	sqlite3_stmt *st;
+
+	va_start(ap, types);
+	st = sql_vprep(e, sql, types, ap);
+	va_end(ap);
+	return st;
+}
+
+int
+sql_exec(struct ek_err *e, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	sqlite3_stmt *st;
+
+	va_start(ap, types);
+	st = sql_vprep(e, sql, types, ap);
+	va_end(ap);
+	return st ? db_exec_stmt(&dsp.store.db, st, e) : -1;
+}
+
+const char *
+col(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+json_t *
+col_json(sqlite3_stmt *st, int i)
+{
+	const char *s = col(st, i);
+
+	return s ? json_string(s) : json_null();
+}
+
+int
+rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, const char *arg,
+    const char *const *names)
+{
+	json_t *list = json_array(), *row;
+	sqlite3_stmt *st = arg ? sql_prep(&rq->e, sql, "s", arg) : sql_prep(&rq->e, sql, "");
+	int r = -1, i;
+
+	while (st && (r = db_step(&dsp.store.db, st, &rq->e)) == 1) {
+		row = json_object();
+		for (i = 0; names[i]; i++)
+			json_object_set_new(row, names[i],
+			    sqlite3_column_type(st, i) == SQLITE_INTEGER ?
+			    json_integer(sqlite3_column_int64(st, i)) : col_json(st, i));
+		json_array_append_new(list, row);
+	}
+	db_done(&dsp.store.db, st);
+	json_object_set_new(obj, key, list);
+	return r;
+}
+
+/* Read or create the store's incarnation inside the open transaction. */
+static int
+store_incarnation(const char *want, struct ek_err *e)
+{
+	struct store *s = &dsp.store;
+	sqlite3_stmt *st = sql_prep(e, "SELECT value FROM meta WHERE key='incarnation'", "");
+	int r;
+
+	if (!st)
+		return -1;
+	r = db_step(&s->db, st, e);
+	if (r == 1)
+		db_col_text(st, 0, s->incarnation, sizeof s->incarnation);
+	db_done(&s->db, st);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	if (want)
+		snprintf(s->incarnation, sizeof s->incarnation, "%s", want);
+	else if (random_id(s->incarnation, sizeof s->incarnation, "inc-", 8) < 0)
+		return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
+	return sql_exec(e, "INSERT INTO meta(key, value) VALUES('incarnation', ?)", "s",
+	    s->incarnation);
+}
+
+/* Apply every schema step, then read or create the incarnation. */
+static int
+store_init(const char *want_inc, struct ek_err *e)
+{
+	int i;
+
+	for (i = 0; i < SCHEMA_STEPS; i++)
+		if (db_exec(&dsp.store.db, schema_steps[i].sql, e) < 0)
+			return -1;
+	return store_incarnation(want_inc, e);
+}
+
+int
+store_open(const char *path, const char *want_inc, struct ek_err *e)
+{
+	struct store *s = &dsp.store;
+
+	if (db_open(&s->db, path, true, e) < 0)
+		return -1;
+	if (db_begin_write(&s->db, e) < 0)
+		goto fail;
+	if (store_init(want_inc, e) < 0) {
+		db_rollback(&s->db);
+		goto fail;
+	}
+	if (db_commit(&s->db, e) < 0)
+		goto fail;
+	if (want_inc && strcmp(want_inc, s->incarnation) != 0)
+		say("%s: keeping the stored incarnation '%s'", path, s->incarnation);
+	return 0;
+fail:
+	db_close(&s->db);
+	return -1;
+}
+
+void
+store_close(void)
+{
+	db_close(&dsp.store.db);
+}
+
+int
+tx_begin(struct req *rq)
+{
+	pthread_mutex_lock(&dsp.store.mu);
+	if (db_begin_write(&dsp.store.db, &rq->e) == 0 &&
+	    sql_exec(&rq->e, "UPDATE sessions SET status='expired'"
+	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0)
+		return 0;
+	db_rollback(&dsp.store.db);
+	pthread_mutex_unlock(&dsp.store.mu);
+	internal(rq);
+	return -1;
+}
+
+int
+tx_end(struct req *rq, int status)
+{
+	if (rq->rollback || status >= 500)
+		db_rollback(&dsp.store.db);
+	else if (db_commit(&dsp.store.db, &rq->e) < 0)
+		status = -1;
+	pthread_mutex_unlock(&dsp.store.mu);
+	return status < 0 ? internal(rq) : status;
+}

@@ -1,0 +1,74 @@
+/*
+ * util — the dispatcher's small helpers: random ids, the checks on ids
+ * that several endpoints make, and the log line on stderr.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "dispatcher.h"
+
+int
+random_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
+{
+	unsigned char b[32];
+	size_t got = 0, i, pl = strlen(prefix);
+
+	if (nbytes > sizeof b || pl + 2 * nbytes + 1 > outsz)
+		return -1;
+	while (got < nbytes) {
+		ssize_t n = getrandom(b + got, nbytes - got, 0);
+		if (n < 0 && errno != EINTR)
+			return -1;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	memcpy(out, prefix, pl);
+	for (i = 0; i < nbytes; i++)
+		snprintf(out + pl + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+bool
+is_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
+			return false;
+	return s[n] == '\0';
+}
+
+bool
+is_run_id(const char *s)
+{
+	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
+
+	return n >= 1 && n <= 128 && s[n] == '\0';
+}
+
+bool
+one_of(const char *s, const char *const *words)
+{
+	for (; *words; words++)
+		if (strcmp(s, *words) == 0)
+			return true;
+	return false;
+}
+
+void
+say(const char *fmt, ...)
+{
+	va_list ap;
+	char line[1200];
+
+	if (dsp.cfg.quiet)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s\n", PROG, line);
+}

@@ -1,0 +1,346 @@
+/* contain — see contain.h. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "contain.h"
+
+void
+contain_init(struct contain *c)
+{
+	c->parent_fd = c->dir_fd = -1;
+	c->name[0] = c->path[0] = '\0';
+}
+
+void
+contain_close(struct contain *c)
+{
+	if (c->dir_fd >= 0)
+		close(c->dir_fd);
+	if (c->parent_fd >= 0)
+		close(c->parent_fd);
+	contain_init(c);
+}
+
+int
+contain_subreaper(struct ek_err *e)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L) < 0)
+		return ek_fail(e, EK_OSERR, "prctl PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	return 0;
+}
+
+/* --- where our cgroup is ------------------------------------------------------ */
+
+/* Undo mountinfo's octal escapes ("\040" for a space) in place. */
+static void
+unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++)
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else
+			*d = *s;
+	*d = '\0';
+}
+
+/* The first cgroup2 mount: its mount point and the cgroup it shows as its
+ * root (fields 5 and 4 of /proc/self/mountinfo, fstype after " - "). */
+static int
+cgroup2_mount(char mnt[PATH_MAX], char root[PATH_MAX], struct ek_err *e)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *sep, *save, *field[5];
+	size_t cap = 0;
+	int found = 0, i;
+
+	if (!f)
+		return ek_fail(e, EK_OSERR, "cannot read /proc/self/mountinfo: %s", strerror(errno));
+	while (!found && getline(&line, &cap, f) > 0) {
+		if (!(sep = strstr(line, " - ")) || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		*sep = '\0';
+		for (i = 0; i < 5; i++)
+			field[i] = strtok_r(i ? NULL : line, " ", &save);
+		if (!field[4])
+			continue;
+		unescape(field[3]);
+		unescape(field[4]);
+		if (strlen(field[3]) < PATH_MAX && strlen(field[4]) < PATH_MAX) {
+			strcpy(root, field[3]);
+			strcpy(mnt, field[4]);
+			found = 1;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found ? 0 : ek_fail(e, EK_UNAVAILABLE, "no cgroup2 hierarchy is mounted");
+}
+
+/* Our cgroup v2 path, from the "0::PATH" line of /proc/self/cgroup. */
+static int
+own_cgroup(char own[PATH_MAX], struct ek_err *e)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int found = 0;
+
+	if (!f)
+		return ek_fail(e, EK_OSERR, "cannot read /proc/self/cgroup: %s", strerror(errno));
+	while (!found && (n = getline(&line, &cap, f)) > 0) {
+		if (strncmp(line, "0::", 3) != 0 || (size_t)n - 3 >= PATH_MAX)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		strcpy(own, line + 3);
+		found = 1;
+	}
+	free(line);
+	fclose(f);
+	return found ? 0 : ek_fail(e, EK_UNAVAILABLE, "this process is in no cgroup v2 hierarchy");
+}
+
+/* The directory of our own cgroup under the cgroup2 mount. */
+static int
+own_cgroup_dir(char *dir, size_t size, struct ek_err *e)
+{
+	char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
+	const char *rest;
+	size_t n;
+
+	if (cgroup2_mount(mnt, root, e) < 0 || own_cgroup(own, e) < 0)
+		return -1;
+	n = strcmp(root, "/") == 0 ? 0 : strlen(root);
+	if (strncmp(own, root, n) != 0 || (own[n] != '/' && own[n] != '\0'))
+		return ek_fail(e, EK_UNAVAILABLE, "our cgroup '%s' is outside the cgroup2 mount at '%s'",
+		    own, mnt);
+	rest = strcmp(own + n, "/") == 0 ? "" : own + n;
+	if (snprintf(dir, size, "%s%s", mnt, rest) >= (int)size)
+		return ek_fail(e, EK_UNAVAILABLE, "cgroup path too long");
+	return 0;
+}
+
+/* --- the guest's cgroup ------------------------------------------------------- */
+
+/* Remove what a vanished supervisor left: PREFIX + PID + "-..." whose PID is
+ * gone.  One that still holds processes stays (rmdir refuses it). */
+static void
+remove_stale(int parent_fd)
+{
+	size_t np = strlen(CONTAIN_PREFIX);
+	int fd = dup(parent_fd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	char *end;
+	long pid;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, CONTAIN_PREFIX, np) == 0 && isdigit((unsigned char)de->d_name[np]) &&
+		    (pid = strtol(de->d_name + np, &end, 10)) > 0 && *end == '-' &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			unlinkat(parent_fd, de->d_name, AT_REMOVEDIR);
+	closedir(d);
+}
+
+/* Fill e with "what 'path': cause", undo what create did, return -1. */
+static int
+give_up(struct contain *c, bool created, struct ek_err *e, const char *what, const char *path, int err)
+{
+	ek_fail(e, err == ENOENT || err == EACCES || err == EPERM || err == EROFS ? EK_UNAVAILABLE : EK_OSERR,
+	    "%s '%s': %s", what, path, strerror(err));
+	if (created)
+		unlinkat(c->parent_fd, c->name, AT_REMOVEDIR);
+	contain_close(c);
+	return -1;
+}
+
+int
+contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
+{
+	char dir[PATH_MAX];
+	int made;
+
+	contain_init(c);
+	if (own_cgroup_dir(dir, sizeof dir, e) < 0)
+		return -1;
+	if (snprintf(c->name, sizeof c->name, "%s%s", CONTAIN_PREFIX, name) >= (int)sizeof c->name ||
+	    snprintf(c->path, sizeof c->path, "%s/%s", dir, c->name) >= (int)sizeof c->path) {
+		contain_init(c);
+		return ek_fail(e, EK_UNAVAILABLE, "cgroup path too long");
+	}
+	if ((c->parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return give_up(c, false, e, "cannot open our cgroup", dir, errno);
+	remove_stale(c->parent_fd);
+	made = mkdirat(c->parent_fd, c->name, 0755) == 0;
+	if (!made && errno == EEXIST)   /* our pid's, so a vanished supervisor's */
+		made = unlinkat(c->parent_fd, c->name, AT_REMOVEDIR) == 0 &&
+		    mkdirat(c->parent_fd, c->name, 0755) == 0;
+	if (!made)
+		return give_up(c, false, e, "cannot create cgroup", c->path, errno);
+	if ((c->dir_fd = openat(c->parent_fd, c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return give_up(c, true, e, "cannot open cgroup", c->path, errno);
+	if (faccessat(c->dir_fd, "cgroup.kill", W_OK, 0) < 0)
+		return give_up(c, true, e, "no cgroup.kill (Linux 5.14 or later) in", c->path, errno);
+	return 0;
+}
+
+int
+contain_cgroup_enter(struct contain *c, pid_t pid, struct ek_err *e)
+{
+	char buf[32];
+	int fd, n = snprintf(buf, sizeof buf, "%d", (int)pid), err = 0;
+
+	if (c->dir_fd < 0)
+		return ek_fail(e, EK_SOFTWARE, "no cgroup to enter");
+	if ((fd = openat(c->dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0 || write(fd, buf, (size_t)n) != n)
+		err = errno ? errno : EIO;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	if (err)
+		return give_up(c, true, e, "cannot move the guest into cgroup", c->path, err);
+	return 0;
+}
+
+/* From cgroup.events: 1 populated, 0 empty, -1 unreadable (errno set). */
+static int
+populated(int fd)
+{
+	char buf[256], *p;
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0 || (n = read(fd, buf, sizeof buf - 1)) < 0)
+		return -1;
+	buf[n] = '\0';
+	if (!(p = strstr(buf, "populated "))) {
+		errno = EPROTO;
+		return -1;
+	}
+	return p[10] != '0';
+}
+
+int
+contain_cgroup_kill(struct contain *c, int64_t wait_ms, struct ek_err *e)
+{
+	int64_t until = mono_ms() + wait_ms, left;
+	struct pollfd p = { .fd = -1, .events = POLLPRI };
+	int fd, rc = 0, full;
+
+	if (c->dir_fd < 0) {
+		contain_close(c);
+		return 0;
+	}
+	if ((fd = openat(c->dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC)) < 0 || write(fd, "1", 1) != 1)
+		rc = ek_fail(e, EK_OSERR, "cannot write '%s/cgroup.kill': %s", c->path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && (p.fd = openat(c->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC)) < 0)
+		rc = ek_fail(e, EK_OSERR, "cannot open '%s/cgroup.events': %s", c->path, strerror(errno));
+	/* cgroup.events signals POLLPRI when it changes: wait on it, bounded. */
+	while (rc == 0 && (full = populated(p.fd)) != 0) {
+		if (full < 0)
+			rc = ek_fail(e, EK_OSERR, "cannot read '%s/cgroup.events': %s", c->path, strerror(errno));
+		else if ((left = until - mono_ms()) <= 0)
+			rc = ek_fail(e, EK_TEMPFAIL, "cgroup '%s' still holds processes %lld ms after "
+			    "cgroup.kill", c->path, (long long)wait_ms);
+		else
+			poll(&p, 1, left < 100 ? (int)left : 100);
+	}
+	if (p.fd >= 0)
+		close(p.fd);
+	/* A cgroup left here (still populated) is removed by a later create. */
+	if (rc == 0 && unlinkat(c->parent_fd, c->name, AT_REMOVEDIR) < 0)
+		rc = ek_fail(e, EK_OSERR, "cannot remove cgroup '%s': %s", c->path, strerror(errno));
+	contain_close(c);
+	return rc;
+}
+
+/* --- the subreaper's sweep ---------------------------------------------------- */
+
+/* The parent of process pid (a /proc entry name), from field 4 of its stat. */
+static pid_t
+parent_of(const char *pid)
+{
+	char path[64], buf[512], *p;
+	int fd, ppid;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "/proc/%s/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' too. */
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+/* SIGKILL every child of ours; how many there were.  A child stays ours
+ * (its pid cannot be reused) until we reap it, so the kill is safe. */
+static int
+kill_children(void)
+{
+	pid_t self = getpid();
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (isdigit((unsigned char)de->d_name[0]) && parent_of(de->d_name) == self) {
+			kill((pid_t)atoi(de->d_name), SIGKILL);
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+int
+contain_reap_all(int64_t wait_ms, struct ek_err *e)
+{
+	struct timespec tick = { 0, 1000000L };
+	int64_t until = mono_ms() + wait_ms;
+	int left;
+	pid_t r;
+
+	for (;;) {
+		while ((r = waitpid(-1, NULL, WNOHANG | __WALL)) > 0)
+			;
+		if (r < 0 && errno == ECHILD)
+			return 0;
+		/* Killing a child hands its own children to us: the next round. */
+		if ((left = kill_children()) < 0)
+			return ek_fail(e, EK_OSERR, "cannot list processes in /proc: %s", strerror(errno));
+		if (mono_ms() >= until)
+			return ek_fail(e, EK_TEMPFAIL, "%d descendants still alive %lld ms after the guest "
+			    "ended", left, (long long)wait_ms);
+		nanosleep(&tick, NULL);
+	}
+}

@@ -1,0 +1,66 @@
+/*
+ * contain — end every process a guest started, in its process group or not.
+ *
+ * Two mechanisms, and the second always runs:
+ *
+ *   cgroup     where the caller's own cgroup v2 directory is writable, the
+ *              guest gets a child cgroup of it; when the guest has ended,
+ *              cgroup.kill ends everything in it at once (a process that
+ *              forks faster than anyone can reap cannot escape it), then
+ *              the empty cgroup is removed.
+ *   subreaper  the caller is a child subreaper, so every orphaned
+ *              descendant (setsid, a daemon's double fork) becomes its
+ *              child; contain_reap_all() kills and reaps its children,
+ *              round after round, until it has none left.
+ *
+ * Like the rest of libcommon, nothing here prints or exits: a function that
+ * fails fills the struct ek_err and returns -1, and the caller decides what
+ * a failure means (for a guest: fall back, say so once, never fail the run).
+ */
+#ifndef EK_CONTAIN_H
+#define EK_CONTAIN_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define CONTAIN_PREFIX "execkit-"   /* names of the cgroups we create */
+
+struct contain {
+	int parent_fd;               /* our own cgroup's directory, or -1 */
+	int dir_fd;                  /* the guest's cgroup directory, or -1: no cgroup */
+	char name[NAME_MAX + 1];     /* its name under the parent */
+	char path[PATH_MAX];         /* its full path, for messages */
+};
+
+/* An empty c: no cgroup, no descriptor. */
+void contain_init(struct contain *c);
+
+/* Make the caller a child subreaper (orphaned descendants become its
+ * children): 0, or -1 (e filled). */
+int contain_subreaper(struct ek_err *e);
+
+/* Create cgroup CONTAIN_PREFIX + name under the caller's own cgroup v2 and
+ * check that it can be killed as a whole: 0 (c holds it), or -1 (c empty, e
+ * says why it is not available here). */
+int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e);
+
+/* Move process pid into c's cgroup: 0, or -1 (e filled; the cgroup is
+ * removed and c is empty). */
+int contain_cgroup_enter(struct contain *c, pid_t pid, struct ek_err *e);
+
+/* Kill everything in c's cgroup, wait at most wait_ms until it is empty,
+ * remove it: 0 (also when c has no cgroup), or -1 (e filled).  c is empty
+ * afterwards either way. */
+int contain_cgroup_kill(struct contain *c, int64_t wait_ms, struct ek_err *e);
+
+/* SIGKILL every child of the caller and reap it, round after round, until
+ * none is left or wait_ms has passed: 0 none left, -1 (e says how many). */
+int contain_reap_all(int64_t wait_ms, struct ek_err *e);
+
+/* Close c's descriptors, leaving any cgroup where it is; c is empty after. */
+void contain_close(struct contain *c);
+
+#endif

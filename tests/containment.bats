@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# Guests are contained (SPEC section 3): every process a guest started, in
+# its process group or not, is gone before its result is reported, whether
+# the guest exited, timed out or was cancelled.  libcommon/contain.h: the
+# supervisor is a child subreaper, and each guest gets a cgroup of its own
+# where one can be created.
+
+load helpers
+
+setup() {
+	PIDFILE="$BATS_TEST_TMPDIR/descendant.pid"
+	# The descendants sleep as "$BATS_TEST_TMPDIR/nap", so that teardown's
+	# pkill of the test directory ends any that a failing test left behind.
+	cp "$(command -v sleep)" "$BATS_TEST_TMPDIR/nap"
+	TEST_CGROUP=
+}
+
+teardown() {
+	common_teardown
+	if [ -n "$TEST_CGROUP" ]; then
+		wait_until '! grep -q . "$TEST_CGROUP/cgroup.procs"' || true
+		rmdir "$TEST_CGROUP" || true
+	fi
+}
+
+# guest KIND END: write the guest, a shell script.  It leaves one descendant
+# of KIND behind, which writes its pid to $PIDFILE once it is what it should
+# be; then the guest exits at once (END = exit) or stays until it is ended
+# (timeout, cancel).
+#   setsid  a child in a session (and process group) of its own
+#   daemon  a double fork + setsid: the grandchild of a setsid'd child
+#   group   a double fork that stays in the guest's process group, and
+#           ignores SIGTERM (so only a SIGKILL ends it)
+guest() {
+	local nap="$BATS_TEST_TMPDIR/nap" tail='exit 0'
+	[ "$2" = exit ] || tail="exec $nap 300"
+	case $1 in
+	setsid) cat <<-EOF ;;
+		setsid sh -c 'echo \$\$ >$PIDFILE.tmp; mv $PIDFILE.tmp $PIDFILE; exec $nap 300' &
+		while [ ! -s $PIDFILE ]; do $nap 0.01; done
+		EOF
+	daemon) cat <<-EOF ;;
+		( setsid sh -c '$nap 300 & echo \$! >$PIDFILE.tmp; mv $PIDFILE.tmp $PIDFILE' & )
+		while [ ! -s $PIDFILE ]; do $nap 0.01; done
+		EOF
+	group) cat <<-EOF ;;
+		( trap '' TERM; $nap 300 & echo \$! >$PIDFILE.tmp; mv $PIDFILE.tmp $PIDFILE )
+		EOF
+	esac >"$BATS_TEST_TMPDIR/guest.sh"
+	echo "$tail" >>"$BATS_TEST_TMPDIR/guest.sh"
+}
+
+# contained KIND END: run that guest as run g1 and end it by END; once the
+# dispatcher has its result, the descendant must already be gone.
+contained() {
+	local kind=$1 end=$2 extra='' want=exited sup pid
+	guest "$kind" "$end"
+	[ "$end" != timeout ] || extra='"timeout_ms":3000'
+	ready g1 /bin/sh "[\"$BATS_TEST_TMPDIR/guest.sh\"]" "$extra"
+	exec-run start --wait >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	sup=$!
+	wait_until '[ -s "$PIDFILE" ] || [ "$(disp_reports g1)" -ge 1 ]'
+	[ -s "$PIDFILE" ]        # the descendant was there (not ended before it began)
+	pid=$(cat "$PIDFILE")
+	if [ "$end" = cancel ]; then
+		kill -0 "$pid"
+		exec-run cancel g1 --session "$(current_session)"
+	fi
+	wait_until '[ "$(disp_reports g1)" -ge 1 ]'
+	ps -o pid=,ppid=,stat=,args= -p "$pid" || true   # shown if it fails: alive, or a zombie
+	run ! kill -0 "$pid"     # gone (not even a zombie) by the time the dispatcher has the result
+	wait "$sup"
+	cat "$BATS_TEST_TMPDIR/out"
+	[ "$end" = exit ] || want=${end/cancel/cancelled}
+	[ "$(sql "SELECT outcome FROM receipts WHERE run_id = 'g1'")" = "$want" ]
+}
+
+# Probe as libcommon/contain.c does: the cgroup2 mount (mountinfo), our own
+# cgroup ("0::" of /proc/self/cgroup), and whether a child cgroup with
+# cgroup.kill can be made there.  Sets CG_MNT and CG_OWN, or CG_WHY.
+cgroup_probe() {
+	local root probe
+	read -r root CG_MNT < <(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) == "cgroup2") { print $4, $5; exit } }' /proc/self/mountinfo)
+	[ -n "${CG_MNT:-}" ] || { CG_WHY="no cgroup2 hierarchy is mounted"; return 1; }
+	CG_OWN=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	[ -n "$CG_OWN" ] || { CG_WHY="this process is in no cgroup v2 hierarchy"; return 1; }
+	[ "$root" = / ] || CG_OWN=${CG_OWN#"$root"}
+	probe="$CG_MNT${CG_OWN%/}/ektest-probe-$$"
+	mkdir "$probe" 2>/dev/null || { CG_WHY="cannot create a cgroup under $CG_MNT$CG_OWN"; return 1; }
+	[ -e "$probe/cgroup.kill" ] || { rmdir "$probe"; CG_WHY="no cgroup.kill (Linux 5.14 or later)"; return 1; }
+	rmdir "$probe"
+}
+
+@test "a setsid child is gone when the guest exits, before its result is reported" {
+	contained setsid exit
+}
+
+@test "a daemon (double fork + setsid) is gone when the guest exits, before its result is reported" {
+	contained daemon exit
+}
+
+@test "a double-forked child left in the guest's group is gone when the guest exits" {
+	contained group exit
+}
+
+@test "a setsid child is gone when the guest times out, before its result is reported" {
+	contained setsid timeout
+}
+
+@test "a daemon is gone when the guest times out, before its result is reported" {
+	contained daemon timeout
+}
+
+@test "a double-forked child left in the guest's group is gone when the guest times out" {
+	contained group timeout
+}
+
+@test "a setsid child is gone when the guest is cancelled, before its result is reported" {
+	contained setsid cancel
+}
+
+@test "a daemon is gone when the guest is cancelled, before its result is reported" {
+	contained daemon cancel
+}
+
+@test "a double-forked child left in the guest's group is gone when the guest is cancelled" {
+	contained group cancel
+}
+
+@test "descendants are gone before the result is retained: a crash right after retaining leaves none" {
+	guest daemon exit
+	ready g1 /bin/sh "[\"$BATS_TEST_TMPDIR/guest.sh\"]"
+	EXEC_CRASH_AT=retained run exec-run start --wait
+	[ -s "$PIDFILE" ]
+	[ "$(sql "SELECT outcome, attempts FROM results WHERE run_id = 'g1'")" = "exited|0" ]
+	[ "$(disp_reports g1)" = 0 ]
+	run ! kill -0 "$(cat "$PIDFILE")"
+}
+
+@test "where a cgroup can be made, the guest runs in a cgroup of its own, removed after the run" {
+	cgroup_probe || skip "$CG_WHY"
+	ready cg1 /bin/cat '["/proc/self/cgroup"]'
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "cg1 exited 0: delivered"
+	refute_output --partial "cgroup"
+	cg=$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg1.stdout")
+	echo "guest cgroup: $cg" >&3
+	[[ "$cg" == "${CG_OWN%/}/execkit-"*"-cg1" ]]
+	[ ! -e "$CG_MNT$cg" ]
+}
+
+@test "where no cgroup can be made, the subreaper alone ends a daemon, and one line says so" {
+	cgroup_probe || skip "$CG_WHY"
+	# Run the executor in a cgroup that may have no child cgroups.
+	TEST_CGROUP="$CG_MNT${CG_OWN%/}/ektest-$$-$BATS_TEST_NUMBER"
+	mkdir "$TEST_CGROUP"
+	echo 0 >"$TEST_CGROUP/cgroup.max.descendants"
+	guest daemon exit
+	ready g1 /bin/sh "[\"$BATS_TEST_TMPDIR/guest.sh\"]"
+	run sh -c 'echo $$ >"$1/cgroup.procs" && exec exec-run start --wait' sh "$TEST_CGROUP"
+	assert_success
+	assert_output --partial "g1 exited 0: delivered"
+	[ "$(grep -c "run 'g1': no cgroup for the guest (.*): its descendants are ended by the subreaper alone" <<<"$output")" = 1 ]
+	[ -s "$PIDFILE" ]
+	run ! kill -0 "$(cat "$PIDFILE")"
+}
