@@ -2,12 +2,20 @@
  * exec-accept — accept runs under the current session's binding.
  *
  * Input is JSON Lines (one run spec per line) on stdin, or the session's
- * work feed with --from-dispatcher.  The whole batch is one transaction:
- * every line gets an outcome (accepted, duplicate, conflict, invalid), a
- * bad line never touches the others, and nothing is printed until the
- * batch is durable.  Identity is the run id: the same content returns the
- * original receipt, different content is a conflict.
+ * work feed with --from-dispatcher.  Every line gets an outcome (accepted,
+ * duplicate, conflict, invalid), and a bad line never touches the others.
+ * Identity is the run id: the same content returns the original receipt,
+ * different content is a conflict.
+ *
+ * The input is taken in chunks of at most ACCEPT_CHUNK_RUNS lines: each is
+ * read and checked first, with no lock held (a writer never waits on its
+ * input while it holds the write lock), then written in one transaction
+ * that re-checks the session, and its outcomes are printed only once that
+ * transaction is durable.  A chunk ends early when the next line is not
+ * there yet, so a slow feed is accepted as it comes.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +28,11 @@
 #include "jsonout.h"
 #include "runs.h"
 #include "state.h"
+#include "text.h"
 
 static const char PROG[] = "exec-accept";
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT };
+enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT, OPT_PREFETCH };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -32,6 +41,7 @@ static const struct option options[] = {
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "from-dispatcher", no_argument, NULL, OPT_FROM_DISPATCHER },
 	{ "max", required_argument, NULL, OPT_MAX },
+	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -44,6 +54,8 @@ static const char USAGE[] =
 	"Options:\n"
 	"      --from-dispatcher  pull the session's work feed and send receipts back\n"
 	"      --max N            with --from-dispatcher: at most N runs (default 100)\n"
+	"      --prefetch N       with --from-dispatcher: at most N runs queued here in\n"
+	"                         all, counting those already queued (exec-loop: its slots)\n"
 	"      --session SID      refuse unless SID is the current session\n"
 	"      --timeout-ms N     bound each dispatcher request to N ms (default 5000)\n"
 	"      --json             one JSON outcome per input line (doc/json.md)\n"
@@ -58,18 +70,39 @@ static const char USAGE[] =
 
 struct opts {
 	const char *state_dir, *session;
-	int64_t max, timeout_ms;
+	int64_t max, timeout_ms, prefetch;
 	int json, from_dispatcher;
 };
 
-/* Outcomes are buffered and printed only once the batch has committed. */
+/*
+ * A chunk: lines read and checked before the write lock is taken, then
+ * written in one transaction.  It is bounded by lines and by bytes, so no
+ * other writer waits on a large batch for more than about a second
+ * (100 000 runs are 100 transactions), and memory stays bounded.
+ */
+#define ACCEPT_CHUNK_RUNS 1000
+#define ACCEPT_CHUNK_BYTES (4 << 20)
+
+struct item {
+	long line;
+	struct runspec rs;       /* checked, when error is NULL */
+	const char *run_id;      /* a rejected line's run id, if known */
+	char *error;             /* why the line is rejected (malloc'd), or NULL */
+};
+
+struct chunk {
+	struct item item[ACCEPT_CHUNK_RUNS];
+	int n, valid;
+	size_t bytes;
+};
+
+/* Outcomes are buffered and printed only once their chunk has committed. */
 struct batch {
 	struct state *st;
 	struct acceptor *acc;
 	const struct opts *o;
+	struct chunk *chunk;
 	FILE *out;
-	char *outbuf;
-	size_t outlen;
 	json_t *receipts;     /* for the dispatcher, with --from-dispatcher */
 	long lines, accepted, duplicates, rejected;
 };
@@ -85,8 +118,10 @@ record(struct batch *b, long line, const char *run_id, const char *outcome,
 		    "run_id", run_id, "outcome", outcome, "receipt", receipt, "error", error);
 		json_emit(b->out, j);
 	} else if (error) {
+		char safe[512];
+
 		fprintf(b->out, "%s line %ld%s%s: %s\n", outcome, line, run_id ? " " : "",
-		    run_id ? run_id : "", error);
+		    run_id ? run_id : "", text_safe(safe, sizeof safe, error));
 	} else {
 		fprintf(b->out, "%s %s %s\n", outcome, run_id, receipt);
 	}
@@ -95,7 +130,7 @@ record(struct batch *b, long line, const char *run_id, const char *outcome,
 		    "receipt", receipt ? receipt : "", "outcome", outcome));
 }
 
-/* Accept one parsed spec; 0, or -1 on a state error that aborts the batch. */
+/* Accept one checked spec; 0, or -1 on a state error that aborts the chunk. */
 static int
 accept_spec(struct batch *b, long line, struct runspec *rs, struct ek_err *e)
 {
@@ -115,101 +150,60 @@ accept_spec(struct batch *b, long line, struct runspec *rs, struct ek_err *e)
 	return 0;
 }
 
-static void
-reject(struct batch *b, long line, const char *run_id, const struct ek_err *why)
+/* Add a line to the chunk: a checked spec (taken over), or its rejection. */
+static int
+add_item(struct chunk *c, long line, struct runspec *rs, const char *run_id,
+    const struct ek_err *why, size_t bytes, struct ek_err *e)
 {
+	struct item *it = &c->item[c->n];
 	char msg[sizeof why->msg];
 
-	/* The message may quote input cut mid-character: keep it valid UTF-8,
-	 * or json_pack() refuses it and the line loses its outcome. */
-	memcpy(msg, why->msg, sizeof msg);
-	msg[sizeof msg - 1] = '\0';
-	utf8_clip(msg, sizeof msg - 1);
-	b->rejected++;
-	record(b, line, run_id, "invalid", NULL, msg);
-}
-
-/* Read one line of at most SPEC_LINE_MAX bytes; longer lines are consumed
- * and reported as too long.  Returns length, -1 at EOF; *toolong set. */
-static long
-read_line(FILE *in, char *buf, int *toolong)
-{
-	long n = 0;
-	int c;
-
-	*toolong = 0;
-	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
-		if (n < SPEC_LINE_MAX)
-			buf[n++] = (char)c;
-		else
-			*toolong = 1;
+	*it = (struct item){ .line = line, .run_id = run_id };
+	if (why) {
+		/* The message may quote input cut mid-character: keep it valid
+		 * UTF-8, or json_pack() refuses it and the line loses its outcome. */
+		memcpy(msg, why->msg, sizeof msg);
+		msg[sizeof msg - 1] = '\0';
+		utf8_clip(msg, sizeof msg - 1);
+		if (!(it->error = strdup(msg)))
+			return ek_fail(e, EK_OSERR, "out of memory");
+	} else {
+		it->rs = *rs;
+		c->valid++;
 	}
-	buf[n] = '\0';
-	if (c == EOF && n == 0 && !*toolong)
-		return -1;
-	return n;
-}
-
-static int
-accept_stdin(struct batch *b, struct ek_err *e)
-{
-	char *buf = malloc(SPEC_LINE_MAX + 1);
-	struct runspec rs;
-	struct ek_err le;
-	int toolong, rc = 0;
-	long n;
-
-	if (!buf)
-		return ek_fail(e, EK_OSERR, "out of memory");
-	while (rc == 0 && (n = read_line(stdin, buf, &toolong)) >= 0) {
-		b->lines++;
-		if (toolong) {
-			ek_fail(&le, EK_DATAERR, "line is over the %d-byte limit", SPEC_LINE_MAX);
-			reject(b, b->lines, NULL, &le);
-		} else if (strspn(buf, " \t\r") < (size_t)n) {   /* skip blank lines */
-			if (runspec_parse(buf, (size_t)n, &rs, &le) < 0) {
-				reject(b, b->lines, NULL, &le);
-				continue;
-			}
-			rc = accept_spec(b, b->lines, &rs, e);
-			runspec_free(&rs);
-		}
-	}
-	free(buf);
-	if (rc == 0 && ferror(stdin))
-		return ek_fail(e, EK_IOERR, "reading standard input failed");
-	return rc;
-}
-
-static int
-accept_feed(struct batch *b, json_t *runs, struct ek_err *e)
-{
-	struct runspec rs;
-	struct ek_err le;
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(runs, i, v) {
-		b->lines++;
-		if (runspec_from_json(v, &rs, &le) < 0) {
-			reject(b, b->lines, json_string_value(json_object_get(v, "run_id")), &le);
-			continue;
-		}
-		if (accept_spec(b, b->lines, &rs, e) < 0) {
-			runspec_free(&rs);
-			return -1;
-		}
-		runspec_free(&rs);
-	}
+	c->n++;
+	c->bytes += bytes;
 	return 0;
 }
 
-/* One transaction around the whole batch; outcomes go out after COMMIT. */
-static int
-run_batch(struct batch *b, const struct session *s, json_t *feed, struct ek_err *e)
+static void
+chunk_clear(struct chunk *c)
 {
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		runspec_free(&c->item[i].rs);
+		free(c->item[i].error);
+	}
+	c->n = c->valid = 0;
+	c->bytes = 0;
+}
+
+static bool
+chunk_full(const struct chunk *c)
+{
+	return c->n == ACCEPT_CHUNK_RUNS || c->bytes >= ACCEPT_CHUNK_BYTES;
+}
+
+/* One transaction per batch (a chunk of the input), the session re-checked
+ * inside it, crash points on both sides of the commit; write_chunk() holds
+ * the outcomes back until it is durable. */
+static int
+run_batch(struct batch *b, const struct session *s, struct ek_err *e)
+{
+	struct chunk *c = b->chunk;
 	struct session cur;
-	int rc;
+	int i, rc = 0;
 
 	if (db_begin_write(&b->st->db, e) < 0)
 		return -1;
@@ -221,7 +215,11 @@ run_batch(struct batch *b, const struct session *s, json_t *feed, struct ek_err 
 		db_rollback(&b->st->db);
 		return -1;
 	}
-	rc = feed ? accept_feed(b, json_object_get(feed, "runs"), e) : accept_stdin(b, e);
+	for (i = 0; rc == 0 && i < c->n; i++)
+		if (c->item[i].error)
+			record(b, c->item[i].line, c->item[i].run_id, "invalid", NULL, c->item[i].error);
+		else
+			rc = accept_spec(b, c->item[i].line, &c->item[i].rs, e);
 	acceptor_free(b->acc);
 	b->acc = NULL;
 	if (rc < 0) {
@@ -235,15 +233,208 @@ run_batch(struct batch *b, const struct session *s, json_t *feed, struct ek_err 
 	return 0;
 }
 
+/* Write the chunk and empty it; its outcomes go out once it is durable. */
+static int
+write_chunk(struct batch *b, const struct session *s, struct ek_err *e)
+{
+	struct chunk *c = b->chunk;
+	char *buf = NULL;
+	size_t len = 0;
+	int i, rc = 0;
+
+	if (!(b->out = open_memstream(&buf, &len)))
+		return ek_fail(e, EK_OSERR, "out of memory");
+	if (c->valid > 0) {
+		db_yield(&b->st->db);   /* after a chunk of ours, a waiting writer first */
+		rc = run_batch(b, s, e);
+	} else {   /* nothing to write: no lock to take */
+		for (i = 0; i < c->n; i++)
+			record(b, c->item[i].line, c->item[i].run_id, "invalid", NULL, c->item[i].error);
+	}
+	b->rejected += c->n - c->valid;
+	fclose(b->out);
+	b->out = NULL;
+	if (rc == 0) {
+		fwrite(buf, 1, len, stdout);
+		fflush(stdout);
+	}
+	free(buf);
+	chunk_clear(c);
+	return rc;
+}
+
+/* Standard input through our own buffer, so that we can tell when the next
+ * line is not there yet (input_waits()). */
+struct input {
+	char buf[65536];
+	size_t pos, len;
+	bool eof;
+	int err;   /* errno of a failed read */
+};
+
+static inline int
+input_getc(struct input *in)
+{
+	ssize_t n;
+
+	if (in->pos == in->len) {
+		if (in->eof || in->err)
+			return EOF;
+		while ((n = read(STDIN_FILENO, in->buf, sizeof in->buf)) < 0 && errno == EINTR)
+			;
+		if (n <= 0) {
+			if (n < 0)
+				in->err = errno;
+			else
+				in->eof = true;
+			return EOF;
+		}
+		in->pos = 0;
+		in->len = (size_t)n;
+	}
+	return (unsigned char)in->buf[in->pos++];
+}
+
+/* Would reading the next line wait for whoever writes our input? */
+static bool
+input_waits(const struct input *in)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+
+	return in->pos == in->len && !in->eof && !in->err && poll(&p, 1, 0) == 0;
+}
+
+/* Read one line of at most SPEC_LINE_MAX bytes; longer lines are consumed
+ * and reported as too long.  Returns length, -1 at EOF; *toolong set. */
+static long
+read_line(struct input *in, char *buf, int *toolong)
+{
+	long n = 0;
+	int c;
+
+	*toolong = 0;
+	while ((c = input_getc(in)) != EOF && c != '\n') {
+		if (n < SPEC_LINE_MAX)
+			buf[n++] = (char)c;
+		else
+			*toolong = 1;
+	}
+	buf[n] = '\0';
+	if (c == EOF && n == 0 && !*toolong)
+		return -1;
+	return n;
+}
+
+/* Fill the chunk from stdin until it is full, the input ends, or the next
+ * line is not there yet (then what came is accepted now, not when more
+ * comes).  No lock is held while we read. */
+static int
+read_chunk(struct batch *b, struct input *in, char *buf, struct ek_err *e)
+{
+	struct chunk *c = b->chunk;
+	struct runspec rs;
+	struct ek_err le;
+	int toolong, rc = 0;
+	long n;
+
+	while (rc == 0 && !chunk_full(c) && !(c->n > 0 && input_waits(in)) &&
+	    (n = read_line(in, buf, &toolong)) >= 0) {
+		b->lines++;
+		if (toolong) {
+			ek_fail(&le, EK_DATAERR, "line is over the %d-byte limit", SPEC_LINE_MAX);
+			rc = add_item(c, b->lines, NULL, NULL, &le, 0, e);
+		} else if (strspn(buf, " \t\r") < (size_t)n) {   /* skip blank lines */
+			if (runspec_parse(buf, (size_t)n, &rs, &le) < 0)
+				rc = add_item(c, b->lines, NULL, NULL, &le, 0, e);
+			else if ((rc = add_item(c, b->lines, &rs, NULL, NULL, (size_t)n, e)) < 0)
+				runspec_free(&rs);
+		}
+	}
+	if (rc == 0 && in->err)
+		return ek_fail(e, EK_IOERR, "reading standard input: %s", strerror(in->err));
+	return rc;
+}
+
+static int
+accept_stdin(struct batch *b, const struct session *s, struct ek_err *e)
+{
+	char *buf = malloc(SPEC_LINE_MAX + 1);
+	struct input *in = calloc(1, sizeof *in);
+	int rc = 0;
+
+	if (!buf || !in)
+		rc = ek_fail(e, EK_OSERR, "out of memory");
+	while (rc == 0 && !in->eof) {
+		if ((rc = read_chunk(b, in, buf, e)) == 0 && b->chunk->n > 0)
+			rc = write_chunk(b, s, e);
+	}
+	chunk_clear(b->chunk);
+	free(in);
+	free(buf);
+	return rc;
+}
+
+static int
+accept_feed(struct batch *b, const struct session *s, json_t *runs, struct ek_err *e)
+{
+	struct chunk *c = b->chunk;
+	struct runspec rs;
+	struct ek_err le;
+	size_t i;
+	json_t *v;
+	int rc = 0;
+
+	json_array_foreach(runs, i, v) {
+		b->lines++;
+		if (runspec_from_json(v, &rs, &le) < 0)
+			rc = add_item(c, b->lines, NULL, json_string_value(json_object_get(v, "run_id")),
+			    &le, 0, e);
+		else if ((rc = add_item(c, b->lines, &rs, NULL, NULL, 0, e)) < 0)
+			runspec_free(&rs);
+		if (rc == 0 && chunk_full(c))
+			rc = write_chunk(b, s, e);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && c->n > 0)
+		rc = write_chunk(b, s, e);
+	chunk_clear(c);
+	return rc;
+}
+
+/* How many runs to ask the feed for: --max, less what --prefetch says is
+ * already queued here (the free slots start the queue soon; what waits
+ * beyond them would only be stranded by a stop).  0: ask for nothing. */
+static int
+feed_max(struct state *st, const struct session *s, const struct opts *o, int64_t *max,
+    struct ek_err *e)
+{
+	int64_t queued = 0;
+
+	*max = o->max;
+	if (o->prefetch && run_count_queued(st, &s->b, &queued, e) < 0)
+		return -1;
+	if (o->prefetch && o->prefetch - queued < *max)
+		*max = o->prefetch - queued;
+	return 0;
+}
+
 static int
 pull_feed(struct state *st, const struct session *s, const struct opts *o, json_t **feed, struct ek_err *e)
 {
 	char path[256], cred[256];
+	int64_t max;
 	int rc;
 
+	if (feed_max(st, s, o, &max, e) < 0)
+		return -1;
+	if (max <= 0) {
+		*feed = json_pack("{s:[]}", "runs");   /* enough queued here already */
+		return *feed ? 0 : ek_fail(e, EK_OSERR, "out of memory");
+	}
 	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
-	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld", s->b.session_id, (long long)o->max);
+	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld", s->b.session_id, (long long)max);
 	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms, feed, NULL, e);
 	memset(cred, 0, sizeof cred);
 	if (rc == 0 && !json_is_array(json_object_get(*feed, "runs"))) {
@@ -276,6 +467,23 @@ send_receipts(struct state *st, const struct session *s, const struct opts *o, j
 	return rc;
 }
 
+/* Runs from stdin need a session whose lease still holds: under one that
+ * lapsed (maybe ended at the dispatcher) they could only ever be
+ * quarantined.  1 (e filled) when it lapsed. */
+static int
+lease_lapsed(const struct session *s, struct ek_err *e)
+{
+	int64_t beat = s->last_beat_at > s->opened_at ? s->last_beat_at : s->opened_at;
+	int64_t age = now_ms() - beat;
+
+	if (age < s->lease_ms)
+		return 0;
+	ek_fail(e, EK_TEMPFAIL, "the lease of session '%s' (%lld ms) ran out %lld ms ago: "
+	    "heartbeat first ('exec-session heartbeat'); nothing was accepted",
+	    s->b.session_id, (long long)s->lease_ms, (long long)(age - s->lease_ms));
+	return 1;
+}
+
 static int
 accept_all(struct state *st, const struct opts *o, struct batch *b, struct ek_err *e)
 {
@@ -283,24 +491,21 @@ accept_all(struct state *st, const struct opts *o, struct batch *b, struct ek_er
 	json_t *feed = NULL;
 	int rc;
 
-	if (session_require(st, o->session, &s, e) < 0)
+	if (session_require(st, o->session, &s, e) < 0 || (!o->from_dispatcher && lease_lapsed(&s, e)))
 		return -1;
 	if (o->from_dispatcher && pull_feed(st, &s, o, &feed, e) < 0)
 		return -1;
-	if (!(b->out = open_memstream(&b->outbuf, &b->outlen))) {
+	if (!(b->chunk = calloc(1, sizeof *b->chunk))) {
 		json_decref(feed);
 		return ek_fail(e, EK_OSERR, "out of memory");
 	}
 	b->receipts = feed ? json_array() : NULL;
-	rc = run_batch(b, &s, feed, e);
-	fclose(b->out);
-	if (rc == 0)
-		fwrite(b->outbuf, 1, b->outlen, stdout);
+	rc = feed ? accept_feed(b, &s, json_object_get(feed, "runs"), e) : accept_stdin(b, &s, e);
 	if (rc == 0 && feed)
 		rc = send_receipts(st, &s, o, b->receipts, e);
 	json_decref(b->receipts);
 	json_decref(feed);
-	free(b->outbuf);
+	free(b->chunk);
 	return rc;
 }
 
@@ -323,6 +528,10 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 1000, &o->max) < 0)
 				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to 1000", optarg);
 			break;
+		case OPT_PREFETCH:
+			if (cli_parse_i64(optarg, 1, 1000, &o->prefetch) < 0)
+				return cli_usage_error(PROG, "--prefetch: '%s' is not a number from 1 to 1000", optarg);
+			break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -332,6 +541,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s' (runs are read from standard input)", argv[optind]);
+	if (o->prefetch && !o->from_dispatcher)
+		return cli_usage_error(PROG, "--prefetch goes with --from-dispatcher");
 	return 0;
 }
 

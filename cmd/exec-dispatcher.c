@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -26,7 +27,9 @@ const char PROG[] = "exec-dispatcher";     /* not static: dispatcher/ logs with 
 
 /* The server's one state, with the options' defaults. */
 struct dispatcher dsp = {
-	.cfg = { .lease_ms = 30000, .heartbeat_ms = 2000, .store = "./exec-dispatcher.db" },
+	.cfg = { .lease_ms = 30000, .heartbeat_ms = 2000, .retry_after_s = 1,
+		.settle_after_ms = 30000, .abandon_after_ms = 86400000,
+		.store = "./exec-dispatcher.db" },
 	.store = { .mu = PTHREAD_MUTEX_INITIALIZER },
 };
 
@@ -67,6 +70,15 @@ usage(void)
 	    "      --lease-ms N      session lease in milliseconds (default 30000)\n"
 	    "      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
 	    "      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
+	    "      --max-inflight N  past N requests in flight, answer 429 with Retry-After\n"
+	    "                        (heartbeats and negotiations never; default 0: no gate)\n"
+	    "      --retry-after S   the Retry-After of a gated request, in seconds (default 1)\n"
+	    "      --settle-after-ms N\n"
+	    "                        N ms after a session ended, ask its executor's current\n"
+	    "                        session about the runs it left (default 30000)\n"
+	    "      --abandon-after-ms N\n"
+	    "                        N ms after a session ended, abandon the runs it left\n"
+	    "                        that no answer settled (default 86400000, a day)\n"
 	    "  -q, --quiet           no startup line and no request log on stderr\n"
 	    "  -h, --help            show this help and exit\n"
 	    "      --version         show the version and exit\n\n"
@@ -76,7 +88,11 @@ usage(void)
 }
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
-	OPT_INCARNATION };
+	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
+	OPT_ABANDON_AFTER_MS };
+
+/* The longest wait --settle-after-ms and --abandon-after-ms take: ten years. */
+#define AFTER_MS_MAX INT64_C(315360000000)
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -86,6 +102,10 @@ static const struct option options[] = {
 	{ "lease-ms", required_argument, NULL, OPT_LEASE_MS },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS },
 	{ "incarnation", required_argument, NULL, OPT_INCARNATION },
+	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
+	{ "retry-after", required_argument, NULL, OPT_RETRY_AFTER },
+	{ "settle-after-ms", required_argument, NULL, OPT_SETTLE_AFTER_MS },
+	{ "abandon-after-ms", required_argument, NULL, OPT_ABANDON_AFTER_MS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -116,6 +136,25 @@ parse_args(int argc, char **argv)
 				return cli_usage_error(PROG, "%s: '%s' is not a positive number of milliseconds",
 				    argv[optind - 1], optarg);
 			break;
+		case OPT_MAX_INFLIGHT:
+			if (cli_parse_i64(optarg, 0, 1000000, &dsp.cfg.max_inflight) < 0)
+				return cli_usage_error(PROG, "--max-inflight: '%s' is not a number from 0 "
+				    "to 1000000", optarg);
+			break;
+		case OPT_RETRY_AFTER:
+			if (cli_parse_i64(optarg, 1, 3600, &dsp.cfg.retry_after_s) < 0)
+				return cli_usage_error(PROG, "--retry-after: '%s' is not a number of seconds "
+				    "from 1 to 3600", optarg);
+			break;
+		case OPT_SETTLE_AFTER_MS:
+		case OPT_ABANDON_AFTER_MS:
+			if (cli_parse_i64(optarg, c == OPT_SETTLE_AFTER_MS ? 0 : 1, AFTER_MS_MAX,
+			    c == OPT_SETTLE_AFTER_MS ? &dsp.cfg.settle_after_ms :
+			    &dsp.cfg.abandon_after_ms) < 0)
+				return cli_usage_error(PROG, "%s: '%s' is not a number of milliseconds from %d"
+				    " to %" PRId64, argv[optind - 1], optarg, c == OPT_SETTLE_AFTER_MS ? 0 : 1,
+				    AFTER_MS_MAX);
+			break;
 		default: return cli_bad_option(PROG, argv);
 		}
 	}
@@ -133,6 +172,7 @@ main(int argc, char **argv)
 {
 	struct ek_err e = { 0 };
 	struct MHD_Daemon *d = NULL;
+	const struct timespec tick = { 1, 0 };   /* how often the settlement sweeps */
 	sigset_t sigs;
 	unsigned port;
 	int rc, sig;
@@ -153,8 +193,10 @@ main(int argc, char **argv)
 	if (dsp.cfg.port_file && write_port_file(dsp.cfg.port_file, port, &e) < 0)
 		goto fail;
 	say("listening on 127.0.0.1:%u", port);
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	/* Wait for a stop signal; meanwhile, sweep once a second. */
+	while ((sig = sigtimedwait(&sigs, NULL, &tick)) != SIGTERM && sig != SIGINT)
+		if (sig < 0 && errno == EAGAIN)
+			settle_sweep();
 	say("stopping on %s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	atomic_store(&dsp.stopping, true);
 	MHD_stop_daemon(d);

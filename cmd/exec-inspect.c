@@ -33,6 +33,7 @@
 #include "runs.h"
 #include "state.h"
 #include "summary.h"
+#include "text.h"
 
 static const char PROG[] = "exec-inspect";
 
@@ -118,10 +119,13 @@ struct opts {
 
 /* --- human output ------------------------------------------------------------ */
 
-/* A string as a shell word: bare when plain, else single-quoted. */
+/* A string as a shell word: bare when plain, else single-quoted; made
+ * safe for a terminal first (text.h). */
 static void
-fmt_word(const char *s, char *buf, size_t n)
+fmt_word(const char *raw, char *buf, size_t n)
 {
+	char safe[4096];
+	const char *s = text_safe(safe, sizeof safe, raw);
 	size_t i = 0;
 
 	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -135,7 +139,7 @@ fmt_word(const char *s, char *buf, size_t n)
 			memcpy(buf + i, "'\\''", 4);
 			i += 4;
 		} else
-			buf[i++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+			buf[i++] = *s;
 	}
 	buf[i++] = '\'';
 	buf[i] = '\0';
@@ -322,7 +326,9 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 		return -1;
 	if (o->json) {
 		if (!(j = summary_json(s)) ||
-		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.s.attempts)) < 0) {
+		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.s.attempts)) < 0 ||
+		    json_object_set_new(j, "output", json_pack("{s:I, s:I}", "files",
+		    (json_int_t)f.output_files, "bytes", (json_int_t)f.output_bytes)) < 0) {
 			json_decref(j);
 			return ek_fail(e, EK_OSERR, "out of memory");
 		}
@@ -339,6 +345,9 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 	    (long long)(s->deliverable + s->earlier_session + s->refused), (long long)s->deliverable,
 	    (long long)s->earlier_session, (long long)s->refused, (long long)f.s.attempts);
 	printf("receipts: %lld\n", (long long)s->receipts);
+	printf("handed back: %lld runs (%lld more marked, not acknowledged yet)\n",
+	    (long long)s->handed_back, (long long)s->handing_back);
+	printf("output: %lld files, %lld bytes\n", (long long)f.output_files, (long long)f.output_bytes);
 	if (s->oldest_unreconciled_ms)
 		printf("oldest unreconciled result chosen at: %lld ms\n", (long long)s->oldest_unreconciled_ms);
 	return 0;

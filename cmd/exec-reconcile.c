@@ -22,12 +22,14 @@
 #include "deliver.h"
 #include "evidence.h"
 #include "jsonout.h"
+#include "output.h"
 #include "runs.h"
 #include "state.h"
+#include "text.h"
 
 static const char PROG[] = "exec-reconcile";
 
-enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT };
+enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, OPT_OUTPUT_CAP };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -38,6 +40,7 @@ static const struct option options[] = {
 	{ "drain", no_argument, NULL, OPT_DRAIN },
 	{ "prune-receipts", required_argument, NULL, OPT_PRUNE },
 	{ "export-evidence", required_argument, NULL, OPT_EXPORT },
+	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -45,6 +48,7 @@ static const char USAGE[] =
 	"Usage: exec-reconcile [OPTION]...\n"
 	"       exec-reconcile [OPTION]... --prune-receipts AGE\n"
 	"       exec-reconcile [OPTION]... --export-evidence FILE\n"
+	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
 	"Deliver retained results of the current session in one bounded pass.\n"
 	"\n"
 	"Options:\n"
@@ -55,6 +59,9 @@ static const char USAGE[] =
 	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m, 3600s)\n"
 	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON Lines,\n"
 	"                         with the stored bodies), fsync it, then delete those rows\n"
+	"      --output-cap BYTES  remove captured output nothing refers to, then, while\n"
+	"                         out/ holds more than BYTES (0: no cap), the output of\n"
+	"                         acknowledged runs, oldest first (exec-loop: once a minute)\n"
 	"      --json             one JSON line per result and per pass (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -69,7 +76,7 @@ static const char *const status_name[] = { "delivered", "refused", "session_over
 
 struct opts {
 	const char *state_dir, *export_path;
-	int64_t max, budget_ms, prune_age_ms;
+	int64_t max, budget_ms, prune_age_ms, output_cap;
 	int json, drain;
 };
 
@@ -138,11 +145,14 @@ show_progress(struct state *st, const struct binding *b, int passes, int deliver
 static void
 print_one(const struct opts *o, const char *id, const struct deliver_report *r)
 {
+	char safe[sizeof r->detail];
+
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s}", "event", "reconcile_result",
 		    "run_id", id, "status", status_name[r->status], "attempts", r->attempts, "detail", r->detail));
 	else
-		printf("%s %s (%d attempts): %s\n", status_name[r->status], id, r->attempts, r->detail);
+		printf("%s %s (%d attempts): %s\n", status_name[r->status], id, r->attempts,
+		    text_safe(safe, sizeof safe, r->detail));
 }
 
 static int
@@ -215,19 +225,41 @@ static int
 housekeeping(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	const char *what = o->export_path ? "exported" : "pruned";
-	int64_t n = 0;
+	int64_t n = 0, files = 0;
 
 	if (o->export_path ? evidence_export(st, o->export_path, &n, e) < 0 :
 	    receipts_prune(st, o->prune_age_ms, &n, e) < 0)
 		return -1;
+	/* their output goes with them: nothing refers to it any more (output.h) */
+	if (output_collect(st, 0, &files, e) < 0)
+		return -1;
 	if (o->json)
-		json_emit(stdout, json_pack("{s:s, s:I}", "event", what, "rows", (json_int_t)n));
+		json_emit(stdout, json_pack("{s:s, s:I, s:I}", "event", what, "rows", (json_int_t)n,
+		    "output_files", (json_int_t)files));
 	else
-		printf("%s %lld %s\n", what, (long long)n, o->export_path ? "results" : "receipts");
+		printf("%s %lld %s, removed %lld output files\n", what, (long long)n,
+		    o->export_path ? "results" : "receipts", (long long)files);
 	return 0;
 }
 
-/* "30d", "12h", "90m", "3600s" or plain seconds, to ms. */
+/* --output-cap: the output nothing refers to, then the cap (output.h). */
+static int
+collect(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	int64_t files = 0;
+
+	if (output_collect(st, o->output_cap, &files, e) < 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:I}", "event", "collected", "output_files",
+		    (json_int_t)files));
+	else
+		printf("removed %lld output files\n", (long long)files);
+	return 0;
+}
+
+/* "30d", "12h", "90m" or "3600s" to ms.  The unit is required: a bare "30"
+ * is more likely 30 days meant than 30 seconds, and a prune cannot be undone. */
 static int
 parse_age(const char *s, int64_t *ms)
 {
@@ -235,7 +267,7 @@ parse_age(const char *s, int64_t *ms)
 		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 } };
 	char num[32];
 	size_t len = strlen(s), i;
-	int64_t v, mult = 1000;
+	int64_t v, mult = 0;
 
 	if (len == 0 || len >= sizeof num)
 		return -1;
@@ -245,7 +277,7 @@ parse_age(const char *s, int64_t *ms)
 			mult = units[i].ms;
 			num[len - 1] = '\0';
 		}
-	if (cli_parse_i64(num, 0, INT64_MAX / 86400000, &v) < 0)
+	if (mult == 0 || cli_parse_i64(num, 0, INT64_MAX / 86400000, &v) < 0)
 		return -1;
 	*ms = v * mult;
 	return 0;
@@ -259,6 +291,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->max = 32;
 	o->budget_ms = DELIVER_BUDGET_MS;
 	o->prune_age_ms = -1;
+	o->output_cap = -1;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return -2;
@@ -269,7 +302,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_EXPORT: o->export_path = optarg; break;
 		case OPT_PRUNE:
 			if (parse_age(optarg, &o->prune_age_ms) < 0)
-				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age like 30d, 12h, 90m or 3600s", optarg);
+				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age with its unit, "
+				    "like 30d, 12h, 90m or 3600s", optarg);
+			break;
+		case OPT_OUTPUT_CAP:
+			if (cli_parse_i64(optarg, 0, INT64_MAX, &o->output_cap) < 0)
+				return cli_usage_error(PROG, "--output-cap: '%s' is not a number of bytes", optarg);
 			break;
 		case OPT_MAX:
 			if (cli_parse_i64(optarg, 1, PASS_MAX, &o->max) < 0)
@@ -284,10 +322,12 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	if (o->export_path && o->prune_age_ms >= 0)
-		return cli_usage_error(PROG, "--export-evidence and --prune-receipts are separate steps");
-	if ((o->export_path || o->prune_age_ms >= 0) && o->drain)
-		return cli_usage_error(PROG, "--drain does not go with --export-evidence or --prune-receipts");
+	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->output_cap >= 0) > 1)
+		return cli_usage_error(PROG, "--export-evidence, --prune-receipts and --output-cap are "
+		    "separate steps");
+	if ((o->export_path || o->prune_age_ms >= 0 || o->output_cap >= 0) && o->drain)
+		return cli_usage_error(PROG, "--drain does not go with --export-evidence, --prune-receipts "
+		    "or --output-cap");
 	return 0;
 }
 
@@ -303,7 +343,8 @@ main(int argc, char **argv)
 		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = o.export_path || o.prune_age_ms >= 0 ? housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
+	rc = o.output_cap >= 0 ? collect(&st, &o, &e) : o.export_path || o.prune_age_ms >= 0 ?
+	    housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

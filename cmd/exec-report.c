@@ -15,6 +15,7 @@
 #include "jsonout.h"
 #include "runs.h"
 #include "state.h"
+#include "text.h"
 
 static const char PROG[] = "exec-report";
 
@@ -62,13 +63,16 @@ struct opts {
 static void
 print_report(const struct opts *o, const char *run_id, const struct deliver_report *r)
 {
+	char safe[sizeof r->detail];
+
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:i, s:o, s:s}", "run_id", run_id,
 		    "status", status_name[r->status], "attempts", r->attempts,
 		    "record_id", r->record_id ? json_integer(r->record_id) : json_null(),
 		    "detail", r->detail));
 	else
-		printf("%s %s (%d attempts): %s\n", status_name[r->status], run_id, r->attempts, r->detail);
+		printf("%s %s (%d attempts): %s\n", status_name[r->status], run_id, r->attempts,
+		    text_safe(safe, sizeof safe, r->detail));
 }
 
 /* Deliver one id; returns its exit code, or -1 on a local error. */

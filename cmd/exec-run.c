@@ -11,7 +11,12 @@
  *                       gone: marks it unknown
  *   exec-run wait       waits until no supervisor of the session is left
  *   exec-run sweep      settles runs whose supervisor vanished (unknown)
+ *   exec-run isolation  says how guests would be isolated (isolate.h)
  *
+ * A supervisor's command line and its guest's environment never name the
+ * state directory: a started supervisor finds it in its own environment,
+ * and makes itself non-dumpable before it opens it, so that no guest can
+ * read its memory, environment or descriptors (doc/security.md).
  * The start marker is committed before the guest is spawned: it marks
  * entry into dispatch, not proof that the guest started.  A started run is
  * never started again; if its supervisor vanishes without choosing a
@@ -22,9 +27,12 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,17 +43,21 @@
 #include "crash.h"
 #include "deliver.h"
 #include "guest.h"
+#include "isolate.h"
 #include "jsonout.h"
 #include "proc.h"
+#include "reserve.h"
 #include "result.h"
 #include "runs.h"
 #include "shares.h"
 #include "state.h"
+#include "text.h"
 
 static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
-	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED };
+	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
+	OPT_REQUIRE_ISOLATION };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -60,6 +72,9 @@ static const struct option options[] = {
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
 	{ "confirmed", no_argument, NULL, OPT_CONFIRMED },
+	{ "isolation", required_argument, NULL, OPT_ISOLATION },
+	{ "guest-user", required_argument, NULL, OPT_GUEST_USER },
+	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -69,6 +84,7 @@ static const char USAGE[] =
 	"       exec-run [OPTION]... cancel RUN_ID --session SID\n"
 	"       exec-run [OPTION]... wait [--timeout-ms N]\n"
 	"       exec-run [OPTION]... sweep\n"
+	"       exec-run [OPTION]... isolation\n"
 	"Run accepted work of the current session and report its results.\n"
 	"\n"
 	"Options:\n"
@@ -83,6 +99,12 @@ static const char USAGE[] =
 	"                         start does not ask the dispatcher again (exec-loop)\n"
 	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
 	"                         is committed (exec-run start uses it)\n"
+	"      --isolation MODE   keep guests out of the state directory by MODE: auto\n"
+	"                         (default: user with --guest-user, else userns if\n"
+	"                         available, else none), userns, user or none\n"
+	"      --guest-user USER  run guests as USER (needs root, or CAP_SETUID,\n"
+	"                         CAP_SETGID and CAP_KILL)\n"
+	"      --require-isolation  refuse to run guests that would not be isolated\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -92,12 +114,13 @@ static const char USAGE[] =
 	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
 	"75 run not startable now, busy, or wait timed out; 77 no current session, or\n"
 	"the run belongs to another session (quarantined); 78 state from another\n"
-	"version.\n";
+	"version, or guests cannot be isolated as asked (doc/security.md).\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *run_id;
+	const char *state_dir, *session, *cmd, *run_id, *guest_user;
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd;
-	int json, wait, confirmed;
+	int json, wait, confirmed, require_isolation;
+	enum isolate_mode isolation;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -133,7 +156,11 @@ describe_end(const struct run *r, const struct guest_end *end, const char **outc
 	int ws = end->wait_status;
 
 	*code = guest_exit_code(end);
-	if (end->why == GUEST_EXEC_FAILED) {
+	if (end->why == GUEST_NOT_RUN) {
+		*outcome = "exec_failed";
+		*code = 126;
+		snprintf(msg, n, "not run: %.440s", end->not_run);
+	} else if (end->why == GUEST_EXEC_FAILED) {
 		*outcome = "exec_failed";
 		snprintf(msg, n, "cannot execute '%s': %s", r->program, strerror(end->exec_errno));
 	} else if (end->why == GUEST_TIMEOUT) {
@@ -154,21 +181,6 @@ describe_end(const struct run *r, const struct guest_end *end, const char **outc
 	}
 }
 
-static int
-capture_paths(struct state *st, const char *run_id, char out[][PATH_MAX])
-{
-	const char *suffix[] = { "stdout", "stderr", "limits" };
-	char name[RUN_ID_MAX + 16];
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		snprintf(name, sizeof name, "out/%s.%s", run_id, suffix[i]);
-		if (state_path(st, name, out[i], PATH_MAX) < 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Containment fell back or fell short: one line on stderr, never a failure. */
 static void
 say_containment(const struct run *r, struct guest *g)
@@ -179,25 +191,30 @@ say_containment(const struct run *r, struct guest *g)
 }
 
 /* Spawn and supervise the guest of r until it ends and every process it
- * started is gone: only then may its result be chosen and reported. */
+ * started is gone: only then may its result be chosen and reported.  A
+ * guest that could not be started at all (its capture files, its
+ * isolation) is not run: that is its result. */
 static int
-run_guest(struct state *st, const struct opts *o, const struct run *r, struct guest_end *end,
-    struct ek_err *e)
+run_guest(struct state *st, const struct opts *o, const struct isolate *iso, const struct run *r,
+    struct guest_end *end, struct ek_err *e)
 {
-	char paths[3][PATH_MAX];
+	char names[2][RUN_ID_MAX + 16];
 	struct guest g;
 	struct guest_spec gs = { .program = r->program, .cwd = r->cwd, .args = r->args,
-		.env = r->env, .run_id = r->run_id, .txn_id = r->txn_id, .state_dir = st->dir,
-		.umask = st->umask_orig, .max_output = (size_t)o->max_output };
+		.env = r->env, .run_id = r->run_id, .txn_id = r->txn_id, .st = st, .iso = iso,
+		.out_name = names[0], .err_name = names[1], .umask = st->umask_orig,
+		.max_output = (size_t)o->max_output };
 	int rc;
 
-	if (capture_paths(st, r->run_id, paths) < 0)
-		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
-	gs.out_path = paths[0];
-	gs.err_path = paths[1];
-	gs.limits_file = paths[2];
-	if ((rc = guest_spawn(&gs, &g, e)) < 0)
-		return -1;
+	snprintf(names[0], sizeof names[0], "out/%s.stdout", r->run_id);
+	snprintf(names[1], sizeof names[1], "out/%s.stderr", r->run_id);
+	if ((rc = guest_spawn(&gs, &g, e)) < 0) {
+		memset(end, 0, sizeof *end);
+		end->why = GUEST_NOT_RUN;
+		snprintf(end->not_run, sizeof end->not_run, "%s", e->msg);
+		ek_clear(e);
+		return 0;
+	}
 	say_containment(r, &g);
 	if (run_set_guest(st, r->run_id, g.pid, e) < 0) {
 		stop_signal = SIGTERM;   /* cannot record it: end the guest, keep going */
@@ -218,17 +235,59 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
     const struct deliver_report *d)
 {
 	static const char *const names[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
+	char safe[sizeof d->detail];
 
 	if (o->json)
 		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
 		    "run_id", run_id, "outcome", outcome, "exit_code", code,
 		    "delivery", names[d->status], "attempts", d->attempts, "detail", d->detail));
 	printf("%s %s %d: %s (%d attempts): %s\n", run_id, outcome, code, names[d->status],
-	    d->attempts, d->detail);
+	    d->attempts, text_safe(safe, sizeof safe, d->detail));
 	return 0;
 }
 
-/* Choose, retain, deliver, delete the execution row. */
+/* A supervisor's diagnostic: on stderr (out/supervisors.log for a
+ * detached one), and to syslog too when that write fails — a full disk
+ * must not silence the line that says the disk is full. */
+static void
+say(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (fprintf(stderr, "%s: %s\n", PROG, line) < 0 || fflush(stderr) != 0)
+		syslog(LOG_ERR, "%s", line);
+}
+
+/* Once its guest has run, what the supervisor writes must not be lost:
+ * should the write that failed with e be tried again?  When another
+ * process holds the write lock, or the disk is full (then the reserve is
+ * given back first: reserve.h), after a pause, with one line about every
+ * 5 s of waiting (db_wait). */
+static bool
+wait_to_retry(struct state *st, struct db_wait *w, const char *run_id, const char *what,
+    const struct ek_err *e)
+{
+	bool full = st->db.full, say_now;
+
+	if (!db_wait_again(&st->db, w, &say_now))
+		return false;
+	if (full && reserve_release(st))
+		say("run '%s': the disk is full: released the state's reserve for its %s", run_id, what);
+	if (say_now)
+		say("run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
+		    "the write lock", (long long)(w->waited_ms / 1000), e->msg);
+	return true;
+}
+
+/* Choose, retain, deliver, delete the execution row.  Lock contention
+ * only delays the commit of the chosen result, however long it lasts: the
+ * run never becomes unknown for it (SPEC 3, "a chosen result is never
+ * lost").  A local failure to deliver leaves the result retained for
+ * exec-reconcile; the execution row goes all the same. */
 static int
 finish(struct state *st, const struct opts *o, const struct run *r, const struct guest_end *end,
     struct ek_err *e)
@@ -236,21 +295,32 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	char msg[RESULT_MESSAGE_MAX + 1];
 	const char *outcome;
 	struct deliver_report d;
+	struct ek_err undelivered = { 0 };
+	struct db_wait w;
 	struct result res;
 	bool won;
 	int code;
 
 	describe_end(r, end, &outcome, &code, msg, sizeof msg);
-	if (result_choose(st, r->run_id, &r->b, outcome, code,
-	    end->why == GUEST_EXEC_FAILED ? -1 : end->wait_status, msg, &won, e) < 0)
-		return -1;
+	db_wait_begin(&st->db, &w);
+	while (result_choose(st, r->run_id, &r->b, outcome, code,
+	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
+	    msg, &won, e) < 0)
+		if (!wait_to_retry(st, &w, r->run_id, "result", e))
+			return -1;
 	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
 		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
-		return -1;
-	if (run_delete(st, r->run_id, e) < 0)
-		return -1;
+		undelivered = *e;
+	db_wait_begin(&st->db, &w);
+	while (run_delete(st, r->run_id, e) < 0)
+		if (!wait_to_retry(st, &w, r->run_id, "deleting the execution row", e))
+			return -1;
 	crash_point("after-report");
+	if (undelivered.code) {
+		*e = undelivered;
+		return -1;
+	}
 	if (!won && result_load(st, r->run_id, &res, e) == 1) {
 		print_delivery(o, r->run_id, res.outcome, res.exit_code, &d);   /* the other chooser's */
 		result_free(&res);
@@ -275,18 +345,39 @@ not_startable(struct state *st, const struct run *r, struct ek_err *e)
 	    r->cancel_at ? " and cancelled" : "");
 }
 
+/* Guests fall back to no isolation: say so once, on stderr. */
+static void
+say_isolation(const struct isolate *iso, const char *run_id)
+{
+	char line[1024];
+
+	if (!iso->fallback)
+		return;
+	isolate_describe(iso, line, sizeof line);
+	if (run_id)
+		fprintf(stderr, "%s: run '%s': %s\n", PROG, run_id, line);
+	else
+		fprintf(stderr, "%s: %s\n", PROG, line);
+}
+
 static int
 cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct guest_end end;
+	struct isolate iso;
 	struct run r;
 	int rc;
 
 	catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
+	/* First how its guest is kept out of the state directory: a supervisor
+	 * that cannot isolate it as asked leaves the run queued. */
+	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
+		return -1;
+	say_isolation(&iso, o->run_id);
 	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
 		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
-	rc = run_mark_started(st, r.run_id, &r.b, getpid(), proc_start_time(getpid()), e);
+	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), e);
 	if (rc == 0)
 		rc = not_startable(st, &r, e);
 	if (o->ready_fd >= 0) {
@@ -298,14 +389,25 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	if (rc > 0) {
 		crash_point("start-marker");
-		/* The limits file, before the guest.  A failure here is reported but
-		 * does not stop a started run: that would only make it unknown. */
-		if (shares_join(st, r.run_id, r.policy, 0, NULL, e) < 0)
-			ek_report(PROG, e);
-		ek_clear(e);
-		rc = run_guest(st, o, &r, &end, e);
+		/* The limits file, before the guest: a guest never runs without the
+		 * limits it was started under (nor without the view of them it is
+		 * given, isolate.h).  If it cannot be written, the guest is not run
+		 * and that is the run's one result (seed 002: a failed startup fact
+		 * is not bypassed). */
+		if (isolate_view_create(st, &iso, r.run_id, e) < 0 ||
+		    shares_publish_joined(st, r.run_id, r.policy, 0, NULL, e) < 0) {
+			memset(&end, 0, sizeof end);
+			end.why = GUEST_NOT_RUN;
+			snprintf(end.not_run, sizeof end.not_run, "its limits file could not be written: "
+			    "%.900s", e->msg);
+			ek_clear(e);
+			rc = 0;
+		} else {
+			rc = run_guest(st, o, &iso, &r, &end, e);
+		}
 		if (rc == 0)
 			rc = finish(st, o, &r, &end, e);
+		isolate_view_remove(st, r.run_id);
 	}
 	run_free(&r);
 	return rc;
@@ -317,19 +419,21 @@ struct starter {
 	const struct opts *o;
 	struct state *st;
 	char self[PATH_MAX];
+	enum isolate_mode isolation;   /* what the supervisors are told to use */
 	int started;
 	pid_t kids[256];
 	int nkids;
 };
 
-/* Child side of a start: become a detached supervisor for run_id. */
+/* Child side of a start: become a detached supervisor for run_id.  Its
+ * command line does not name the state directory (a guest reads its
+ * parent's): it finds it in EXEC_STATE_DIR, set here. */
 static void
 exec_supervisor(const struct starter *s, const char *run_id, int ready)
 {
 	char budget[32], grace[32], maxout[32], readyfd[32];
-	char *argv[] = { (char *)PROG, "--state-dir", s->st->dir, "--budget-ms", budget,
-		"--grace-ms", grace, "--max-output", maxout, "--ready-fd", readyfd, NULL,
-		"supervise", "--", (char *)run_id, NULL };
+	char *argv[24];
+	int n = 0;
 
 	/* A detached supervisor holds none of its starter's descriptors (a
 	 * caller waiting for a pipe to close would wait for the guest too);
@@ -340,25 +444,41 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
 	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);
 	snprintf(maxout, sizeof maxout, "%lld", (long long)s->o->max_output);
+	argv[n++] = (char *)PROG;
+	argv[n++] = "--budget-ms", argv[n++] = budget;
+	argv[n++] = "--grace-ms", argv[n++] = grace;
+	argv[n++] = "--max-output", argv[n++] = maxout;
+	argv[n++] = "--ready-fd", argv[n++] = readyfd;
+	argv[n++] = "--isolation", argv[n++] = (char *)isolate_mode_name(s->isolation);
+	if (s->o->guest_user)
+		argv[n++] = "--guest-user", argv[n++] = (char *)s->o->guest_user;
+	if (s->o->require_isolation)
+		argv[n++] = "--require-isolation";
 	if (s->o->json)
-		argv[11] = "--json";
-	else
-		memmove(&argv[11], &argv[12], 4 * sizeof argv[0]);
+		argv[n++] = "--json";
+	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
+	argv[n] = NULL;
+	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0) {
+		fprintf(stderr, "%s: setenv: %s\n", PROG, strerror(errno));
+		_exit(EK_OSERR);
+	}
 	setsid();
 	execv(s->self, argv);
 	fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(errno));
 	_exit(EK_OSERR);
 }
 
-/* A detached supervisor outlives our stdout: it writes to out/supervisors.log. */
+/* A detached supervisor outlives our stdout: it writes to out/supervisors.log
+ * (appended to, never through a link). */
 static void
 detach_output(struct state *st)
 {
-	char path[PATH_MAX];
-	int null = open("/dev/null", O_RDONLY), fd = -1;
+	struct ek_err e = { 0 };
+	int null = open("/dev/null", O_RDONLY);
+	int fd = state_open_file(st, "out/supervisors.log", O_WRONLY | O_CREAT | O_APPEND, 0600, &e);
 
-	if (state_path(st, "out/supervisors.log", path, sizeof path) == 0)
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		ek_report(PROG, &e);
 	if (null >= 0)
 		dup2(null, STDIN_FILENO);
 	if (fd >= 0) {
@@ -415,10 +535,28 @@ start_one(const char *run_id, void *arg)
 	return 0;
 }
 
+/* start: what the supervisors are told to use, decided once here (an
+ * explicit userns is probed by each supervisor alone). */
+static int
+start_isolation(const struct opts *o, struct state *st, struct starter *s, struct ek_err *e)
+{
+	struct isolate iso;
+
+	s->isolation = o->isolation;
+	if (o->isolation == ISOLATE_USERNS)
+		return 0;
+	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
+		return -1;
+	say_isolation(&iso, NULL);
+	s->isolation = iso.mode;
+	return 0;
+}
+
 static int
 cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct starter s = { .o = o, .st = st };
+	struct ek_err no_room = { 0 };
 	struct session cur;
 	int unknown, finished, live, i;
 	ssize_t n;
@@ -428,8 +566,10 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	if (session_require(st, NULL, &cur, e) < 0 ||
 	    (!o->confirmed && session_confirm(st, &cur, CLIENT_TIMEOUT_MS, e) < 0) ||
 	    run_sweep(st, &unknown, &finished, e) < 0 ||
-	    run_count_live(st, &cur.b, &live, e) < 0)
+	    run_count_live(st, &cur.b, &live, e) < 0 || start_isolation(o, st, &s, e) < 0)
 		return -1;
+	if (reserve_ensure(st, &no_room) < 0)   /* made again once there is room */
+		ek_clear(&no_room);
 	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
 		return ek_fail(e, EK_OSERR, "readlink /proc/self/exe: %s", strerror(errno));
 	s.self[n] = '\0';
@@ -539,6 +679,22 @@ cmd_sweep(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* --- isolation ------------------------------------------------------------------ */
+
+/* Needs no state: exec-loop asks before its first session creates one. */
+static int
+cmd_isolation(const char *state_dir, const struct opts *o, struct ek_err *e)
+{
+	struct isolate iso;
+	char line[1024];
+
+	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, state_dir, &iso, e) < 0)
+		return -1;
+	isolate_describe(&iso, line, sizeof line);
+	printf("%s\n", line);
+	return 0;
+}
+
 /* --- options and main ---------------------------------------------------------- */
 
 static int
@@ -567,6 +723,13 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_MAX_OUTPUT: return number("max-output", optarg, 0, 1LL << 30, &o->max_output);
 	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
 	case OPT_READY_FD: return number("ready-fd", optarg, 3, 1024, &o->ready_fd);
+	case OPT_GUEST_USER: o->guest_user = optarg; return 0;
+	case OPT_REQUIRE_ISOLATION: o->require_isolation = 1; return 0;
+	case OPT_ISOLATION:
+		if (isolate_parse_mode(optarg, &o->isolation) < 0)
+			return cli_usage_error(PROG, "--isolation: '%s' is not one of auto, userns, user, none",
+			    optarg);
+		return 0;
 	default: return cli_bad_option(PROG, argv);
 	}
 }
@@ -586,7 +749,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "missing command");
 	o->cmd = argv[optind++];
 	needs_id = strcmp(o->cmd, "supervise") == 0 || strcmp(o->cmd, "cancel") == 0;
-	if (!needs_id && strcmp(o->cmd, "start") && strcmp(o->cmd, "wait") && strcmp(o->cmd, "sweep"))
+	if (!needs_id && strcmp(o->cmd, "start") && strcmp(o->cmd, "wait") && strcmp(o->cmd, "sweep") &&
+	    strcmp(o->cmd, "isolation"))
 		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
 	if (needs_id && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd);
@@ -597,6 +761,11 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->run_id);
 	if (strcmp(o->cmd, "cancel") == 0 && !o->session)
 		return cli_usage_error(PROG, "cancel needs --session SID (the current session)");
+	if (o->isolation == ISOLATE_USER && !o->guest_user)
+		return cli_usage_error(PROG, "--isolation user needs --guest-user USER");
+	if (o->guest_user && (o->isolation == ISOLATE_USERNS || o->isolation == ISOLATE_NONE))
+		return cli_usage_error(PROG, "--guest-user goes with --isolation user (or auto), not %s",
+		    isolate_mode_name(o->isolation));
 	return 0;
 }
 
@@ -610,6 +779,15 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+	if (strcmp(o.cmd, "isolation") == 0)
+		return cli_finish(PROG, cmd_isolation(cli_state_dir(o.state_dir), &o, &e) < 0 ?
+		    ek_report(PROG, &e) : EK_OK);
+	/* A supervisor's guest must not read its memory, environment or
+	 * descriptors (/proc/PID/mem, environ, fd): before the state is opened. */
+	if (strcmp(o.cmd, "supervise") == 0 && prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
+		ek_fail(&e, EK_OSERR, "prctl PR_SET_DUMPABLE: %s", strerror(errno));
+		return ek_report(PROG, &e);
+	}
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
 	if (strcmp(o.cmd, "start") == 0)

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "client.h"
 #include "crash.h"
+#include "handback.h"
 #include "inspect.h"
 #include "jsonout.h"
 #include "result.h"
@@ -23,7 +24,7 @@
 
 static const char PROG[] = "exec-session";
 
-enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT };
+enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -31,11 +32,12 @@ static const struct option options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "adopt", no_argument, NULL, OPT_ADOPT },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
-	"Usage: exec-session [OPTION]... open --dispatcher URL\n"
+	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt]\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"
 	"Negotiate, keep and end the executor's control session.\n"
@@ -45,7 +47,8 @@ static const char USAGE[] =
 	"             quarantine rows of every other binding, print the startup report\n"
 	"  heartbeat  extend the lease; says 'reconcile-due' when results wait, and\n"
 	"             adds 'inspect-due' when the dispatcher holds inspections for it\n"
-	"  close      end the session at the dispatcher and here\n"
+	"  close      hand back the runs accepted and never started, then end the\n"
+	"             session at the dispatcher and here\n"
 	"  show       list every session this state has had\n"
 	"  report     print the startup report without opening a session\n"
 	"  adopt SID  let the current session deliver the results retained under the\n"
@@ -53,6 +56,8 @@ static const char USAGE[] =
 	"\n"
 	"Options:\n"
 	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
+	"      --adopt            open: then adopt every earlier session that still holds\n"
+	"                         retained results (exec-loop does this by default)\n"
 	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
@@ -67,7 +72,7 @@ static const char USAGE[] =
 struct opts {
 	const char *state_dir, *dispatcher, *cmd, *arg;
 	int64_t timeout_ms;
-	int json;
+	int json, adopt;
 };
 
 static void
@@ -96,21 +101,29 @@ print_report(const struct opts *o, const struct session *s, const struct summary
 	    (long long)(sm->deliverable + sm->earlier_session + sm->refused), (long long)sm->deliverable,
 	    (long long)sm->earlier_session, (long long)sm->refused);
 	printf("receipts: %lld\n", (long long)sm->receipts);
+	printf("handed back: %lld runs (%lld more marked, not acknowledged yet)\n",
+	    (long long)sm->handed_back, (long long)sm->handing_back);
 }
 
 /* Parse the negotiation answer into s and cred. */
 static int
 read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_err *e)
 {
-	const char *inc = client_id_field(a, "incarnation", 64);
-	const char *sid = client_id_field(a, "session_id", 64);
-	const char *c = client_id_field(a, "credential", 200);
+	/* the shapes of doc/protocol.md "Identities": anything else is refused */
+	const char *inc = client_shaped_field(a, "incarnation", "inc-", 16);
+	const char *sid = client_shaped_field(a, "session_id", "ses-", 16);
+	const char *c = client_shaped_field(a, "credential", "", 64);
 	json_t *lease = json_object_get(a, "lease_ms"), *hb = json_object_get(a, "heartbeat_ms");
 
-	if (!inc || !sid || !c || !json_is_integer(lease) || !json_is_integer(hb) ||
+	if (!inc || !sid || !c)
+		return ek_fail(e, EK_PROTOCOL, "negotiation answer refused: its %s is not %s "
+		    "(doc/protocol.md, Identities); nothing was stored", !inc ? "incarnation" :
+		    !sid ? "session_id" : "credential", !inc ? "'inc-' and 16 hex digits" :
+		    !sid ? "'ses-' and 16 hex digits" : "64 hex digits");
+	if (!json_is_integer(lease) || !json_is_integer(hb) ||
 	    json_integer_value(lease) <= 0 || json_integer_value(hb) <= 0)
-		return ek_fail(e, EK_PROTOCOL, "negotiation answer lacks a valid incarnation, "
-		    "session_id, credential, lease_ms or heartbeat_ms");
+		return ek_fail(e, EK_PROTOCOL, "negotiation answer lacks a positive lease_ms or "
+		    "heartbeat_ms; nothing was stored");
 	snprintf(s->b.incarnation, sizeof s->b.incarnation, "%s", inc);
 	snprintf(s->b.session_id, sizeof s->b.session_id, "%s", sid);
 	snprintf(cred, n, "%s", c);
@@ -118,6 +131,9 @@ read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_e
 	s->heartbeat_ms = json_integer_value(hb);
 	return 0;
 }
+
+static int adopt_earlier(struct state *st, const struct opts *o, struct session *cur,
+    struct ek_err *e);
 
 static int
 cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
@@ -144,7 +160,7 @@ cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
 	crash_point("session-negotiated");
 	rc = session_begin(st, &s, cred, e);
 	memset(cred, 0, sizeof cred);
-	if (rc < 0 || summary_read(st, &sm, e) < 0)
+	if (rc < 0 || (o->adopt && adopt_earlier(st, o, &s, e) < 0) || summary_read(st, &sm, e) < 0)
 		return -1;
 	snprintf(s.status, sizeof s.status, "current");
 	print_report(o, &s, &sm, "session_open");
@@ -173,14 +189,43 @@ session_call(struct state *st, const struct opts *o, const char *method, const c
 	return rc;
 }
 
+/* Record here the beat the dispatcher took (sessions.last_beat_at).
+ * Another writer may hold the lock: wait for it only until deadline (the
+ * heartbeat's own --timeout-ms), then leave the beat unrecorded, which is
+ * safe (the beat only looks older here than it is; the dispatcher, which
+ * decides the lease, has it) and never worth failing the heartbeat. */
+static int
+record_beat(struct state *st, const struct session *s, int64_t deadline, struct ek_err *e)
+{
+	int rc;
+
+	db_busy_ms(&st->db, deadline - mono_ms());
+	rc = session_beat(st, &s->b, e);
+	db_busy_ms(&st->db, DB_BUSY_TIMEOUT_MS);
+	if (rc < 0 && st->db.busy) {
+		fprintf(stderr, "%s: heartbeat: taken by the dispatcher, not recorded here: %s\n", PROG, e->msg);
+		ek_clear(e);
+		return 0;
+	}
+	return rc;
+}
+
+/* Beat at the dispatcher (the session is ended here if it says it is
+ * over), record the beat, and say what waits. */
 static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
+	int64_t deadline = mono_ms() + o->timeout_ms, n, pending = 0;
 	struct session s;
-	int64_t n, pending;
+	json_t *ans = NULL, *p;
+	int rc;
 
-	if (session_require(st, NULL, &s, e) < 0 ||
-	    session_heartbeat_pending(st, &s, o->timeout_ms, &pending, e) < 0 ||
+	rc = session_call(st, o, "POST", "/heartbeat", NULL, &ans, &s, e);
+	/* a dispatcher without inspections says nothing: none are pending */
+	if (json_is_integer(p = json_object_get(ans, "inspections_pending")) && json_integer_value(p) > 0)
+		pending = json_integer_value(p);
+	json_decref(ans);
+	if (rc < 0 || record_beat(st, &s, deadline, e) < 0 ||
 	    result_count_deliverable_by(st, &s.b, &n, e) < 0)
 		return -1;
 	if (o->json)
@@ -216,6 +261,48 @@ close_session(struct state *st, const struct opts *o, struct session *s, struct 
 	return rc;
 }
 
+/* Hand back every run of s accepted and never started (handback.h), in
+ * batches, before the session ends.  A dispatcher that cannot take them
+ * now does not stop the close: the runs are marked, never start here, and
+ * the dispatcher settles them later.  0, or -1 when s turned out over. */
+static int
+hand_back(struct state *st, const struct opts *o, struct session *s, struct ek_err *e)
+{
+	json_t *ids = NULL, *req, *ans;
+	int acked, total = 0, batches, rc = 0;
+
+	for (batches = 0; rc == 0 && batches < 1000; batches++) {
+		if (handback_mark(st, &s->b, &ids, e) < 0)
+			return -1;
+		if (json_array_size(ids) == 0) {
+			json_decref(ids);
+			break;
+		}
+		crash_point("handback-marked");
+		req = json_pack("{s:o}", "runs", ids);
+		ans = NULL;
+		rc = session_call(st, o, "POST", "/handback", req, &ans, s, e);
+		json_decref(req);
+		if (rc == 0)
+			crash_point("handback-acked");
+		if (rc == 0 && (rc = handback_settle(st, ans, &acked, e)) == 0) {
+			total += acked;
+			rc = acked > 0 || json_array_size(json_object_get(ans, "not_handed_back")) > 0 ?
+			    0 : ek_fail(e, EK_PROTOCOL, "the dispatcher settled none of the runs handed back");
+		}
+		json_decref(ans);
+	}
+	if (total > 0 && !o->json)
+		fprintf(stderr, "%s: handed back %d runs never started here\n", PROG, total);
+	if (rc < 0 && e->code == EK_NOSESSION)
+		return -1;
+	if (rc < 0)   /* not fatal: marked runs stay unstarted and are settled later */
+		fprintf(stderr, "%s: hand-back incomplete, the dispatcher will settle the rest: %s\n",
+		    PROG, e->msg);
+	ek_clear(e);
+	return 0;
+}
+
 static int
 cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -227,7 +314,9 @@ cmd_close(struct state *st, const struct opts *o, struct ek_err *e)
 	/* New lookups now answer "shutting down"; those in flight finish first. */
 	if ((hold = inspect_quiesce(st, mono_ms() + o->timeout_ms, e)) < 0)
 		return -1;
-	rc = close_session(st, o, &s, e);
+	rc = hand_back(st, o, &s, e);
+	if (rc == 0)
+		rc = close_session(st, o, &s, e);
 	inspect_unquiesce(st, hold);
 	return rc;
 }
@@ -252,35 +341,89 @@ adoptable(struct state *st, const char *sid, const struct session *cur, struct s
 	return 0;
 }
 
-/* Adopt an earlier session's retained results: the dispatcher first, which
- * fences it (only this executor's current session, only an ended one),
- * then here.  Nothing is relabelled: results keep their binding. */
+/* Adopt old's retained results for cur: the dispatcher first, which
+ * fences it (only this executor's current session, only an ended, not
+ * revoked one), then here.  Nothing is relabelled: results keep their
+ * binding.  *n gets how many are deliverable now. */
 static int
-cmd_adopt(struct state *st, const struct opts *o, struct ek_err *e)
+adopt_one(struct state *st, const struct opts *o, struct session *cur, const struct session *old,
+    int64_t *n, struct ek_err *e)
 {
-	struct session cur, old;
-	json_t *req, *ans = NULL;
-	int64_t n;
-	int rc;
+	json_t *req = json_pack("{s:s}", "session_id", old->b.session_id), *ans = NULL;
+	int rc = session_call(st, o, "POST", "/adoptions", req, &ans, cur, e);
 
-	if (session_require(st, NULL, &cur, e) < 0 || adoptable(st, o->arg, &cur, &old, e) < 0)
-		return -1;
-	req = json_pack("{s:s}", "session_id", old.b.session_id);
-	rc = session_call(st, o, "POST", "/adoptions", req, &ans, &cur, e);
 	json_decref(req);
 	json_decref(ans);
 	if (rc == 0)
 		crash_point("adopted-there");
-	if (rc < 0 || session_adopt(st, &old.b, &cur.b, e) < 0 ||
-	    result_count_deliverable(st, &old.b, &n, e) < 0)
+	if (rc < 0 || session_adopt(st, &old->b, &cur->b, e) < 0 ||
+	    result_count_deliverable(st, &old->b, n, e) < 0)
 		return -1;
+	return 0;
+}
+
+static void
+print_adoption(const struct opts *o, const struct session *cur, const struct session *old, int64_t n)
+{
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:I}", "event", "session_adopt",
-		    "session_id", old.b.session_id, "by", cur.b.session_id, "deliverable", (json_int_t)n));
+		    "session_id", old->b.session_id, "by", cur->b.session_id, "deliverable", (json_int_t)n));
 	else
 		printf("session %s (%s) adopted by %s: %lld retained results now deliverable\n",
-		    old.b.session_id, old.status, cur.b.session_id, (long long)n);
+		    old->b.session_id, old->status, cur->b.session_id, (long long)n);
+}
+
+static int
+cmd_adopt(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct session cur, old;
+	int64_t n;
+
+	if (session_require(st, NULL, &cur, e) < 0 || adoptable(st, o->arg, &cur, &old, e) < 0 ||
+	    adopt_one(st, o, &cur, &old, &n, e) < 0)
+		return -1;
+	print_adoption(o, &cur, &old, n);
 	return 0;
+}
+
+/* open --adopt: every earlier session of the same dispatcher incarnation
+ * that still holds retained, unrefused results, or runs still running, is
+ * adopted, so results retained before a restart (or chosen after it by a
+ * supervisor that outlived its loop) go out on the first good heartbeat.  A refusal
+ * (a revoked session, say) is reported and the others go on. */
+static int
+adopt_earlier(struct state *st, const struct opts *o, struct session *cur, struct ek_err *e)
+{
+	/* results retained there, or runs still running there whose results
+	 * will be: both go out through this session once it has adopted */
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT session_id FROM results WHERE refused = 0 "
+	    "AND incarnation = ?1 AND session_id <> ?2 UNION SELECT session_id FROM runs WHERE "
+	    "state = 'started' AND incarnation = ?1 AND session_id <> ?2 LIMIT ?3", e);
+	char sids[RESULT_ADOPTED_MAX][64];
+	struct session old;
+	int rc, n = 0, i;
+	int64_t count;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, cur->b.incarnation);
+	db_bind_text(q, 2, cur->b.session_id);
+	db_bind_i64(q, 3, RESULT_ADOPTED_MAX);
+	while ((rc = db_step(&st->db, q, e)) == 1)
+		db_col_text(q, 0, sids[n++], sizeof sids[0]);
+	db_done(&st->db, q);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (adoptable(st, sids[i], cur, &old, e) < 0 || adopt_one(st, o, cur, &old, &count, e) < 0) {
+			if (e->code == EK_NOSESSION)
+				return -1;   /* our own session is over: nothing to adopt for */
+			fprintf(stderr, "%s: open --adopt: session '%s' not adopted: %s\n", PROG, sids[i],
+			    e->msg);
+			ek_clear(e);
+			continue;
+		}
+		print_adoption(o, cur, &old, count);
+	}
+	return rc < 0 ? -1 : 0;
 }
 
 static int
@@ -326,6 +469,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
+		case OPT_ADOPT: o->adopt = 1; break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -345,6 +489,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
 	if (strcmp(o->cmd, "open") != 0 && o->dispatcher)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
+	if (strcmp(o->cmd, "open") != 0 && o->adopt)
+		return cli_usage_error(PROG, "--adopt goes with open only");
 	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&
 	    strncmp(o->dispatcher, "https://", 8) != 0)
 		return cli_usage_error(PROG, "--dispatcher: '%s' is not an http:// or https:// URL", o->dispatcher);

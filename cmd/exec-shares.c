@@ -20,6 +20,7 @@
 #include "runs.h"
 #include "shares.h"
 #include "state.h"
+#include "text.h"
 
 static const char PROG[] = "exec-shares";
 
@@ -101,6 +102,7 @@ weight(int64_t millionths)
 static void
 print_failures(const struct opts *o, const struct shares_note *n)
 {
+	char safe[sizeof n->fail[0].detail];
 	int i;
 
 	for (i = 0; i < n->nfail; i++) {
@@ -108,7 +110,7 @@ print_failures(const struct opts *o, const struct shares_note *n)
 			json_emit(stdout, json_pack("{s:s, s:s, s:s, s:s}", "event", "publish_failure",
 			    "run_id", n->fail[i].run_id, "what", n->fail[i].what, "detail", n->fail[i].detail));
 		fprintf(stderr, "%s: run '%s': %s: %s\n", PROG, n->fail[i].run_id, n->fail[i].what,
-		    n->fail[i].detail);
+		    text_safe(safe, sizeof safe, n->fail[i].detail));
 	}
 	if (n->files_failed + n->hooks_failed > n->nfail)
 		fprintf(stderr, "%s: and %d more failures\n", PROG, n->files_failed + n->hooks_failed - n->nfail);

@@ -1,15 +1,20 @@
 /*
  * admin — the /admin/ endpoints tests steer the dispatcher with: submit
  * runs and read them back (with their reports and ledger), a summary,
- * force a session's state or lease, and queue or clear injected faults.
- * There is no authentication: the server binds 127.0.0.1 only
- * (invariant 4) and is a test fixture, not a service.
+ * force a session's state or lease, issue and revoke the clients of the
+ * inspection API, and queue or clear injected faults.  There is no
+ * authentication: the server binds 127.0.0.1 only (invariant 4) and is a
+ * test fixture, not a service.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "dispatcher.h"
+#include "sha256.h"
+
+enum { CLIENT_NAME_MAX = 128 };
 
 /* Check one field of a RUNSPEC; NULL if valid, else why not. */
 static const char *
@@ -161,7 +166,7 @@ h_list_runs(struct req *rq)
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "runs", "SELECT r.run_id, r.state, r.owner_session, s.record_id"
+	if (rows_into(rq, out, "runs", "SELECT r.run_id, " RUN_STATE ", r.owner_session, s.record_id"
 	    " FROM runs r LEFT JOIN results s ON s.run_id=r.run_id ORDER BY r.submit_seq",
 	    NULL, names) < 0) {
 		json_decref(out);
@@ -177,23 +182,34 @@ run_record(struct req *rq, json_t **out)
 	static const char *const report_cols[] = { "seq", "session_id", "body_sha256", "status",
 		"error", "fault", NULL };
 	static const char *const ledger_cols[] = { "charge", "at", NULL };
-	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT r.state, r.owner_session, r.receipt, r.spec,"
-	    " s.body, s.record_id, r.max_in_flight FROM runs r LEFT JOIN results s"
-	    " ON s.run_id=r.run_id WHERE r.run_id=?", "s", rq->arg);
+	static const char *const ask_cols[] = { "inspection_id", "session_id", "status",
+		"asked_ms", "outcome", NULL };
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT " RUN_STATE ", r.owner_session, r.receipt,"
+	    " r.spec, s.body, s.record_id, r.max_in_flight, f.requeued_as,"
+	    " (SELECT p.run_id FROM settlements p WHERE p.requeued_as=r.run_id), f.how"
+	    " FROM runs r LEFT JOIN results s ON s.run_id=r.run_id"
+	    " LEFT JOIN settlements f ON f.run_id=r.run_id WHERE r.run_id=?", "s", rq->arg);
 	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
 
 	if (r == 1)
-		*out = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "run_id", rq->arg,
+		*out = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
+		    "run_id", rq->arg,
 		    "state", col_json(st, 0), "owner_session", col_json(st, 1),
 		    "receipt", col_json(st, 2), "spec", json_loads(col(st, 3), 0, NULL),
 		    "result", col(st, 4) ? json_loads(col(st, 4), 0, NULL) : json_null(),
 		    "record_id", col(st, 5) ? json_integer(sqlite3_column_int64(st, 5)) : json_null(),
-		    "max_in_flight", (json_int_t)sqlite3_column_int64(st, 6));
+		    "max_in_flight", (json_int_t)sqlite3_column_int64(st, 6),
+		    "requeued_as", col_json(st, 7), "requeued_from", col_json(st, 8),
+		    "settled", col_json(st, 9));
 	db_done(&dsp.store.db, st);
 	if (r == 1 && (rows_into(rq, *out, "reports", "SELECT seq, session_id, body_sha256, status,"
 	    " error, fault FROM reports WHERE run_id=? ORDER BY seq", rq->arg, report_cols) < 0 ||
 	    rows_into(rq, *out, "ledger", "SELECT charge, at FROM ledger WHERE run_id=?",
-	    rq->arg, ledger_cols) < 0))
+	    rq->arg, ledger_cols) < 0 ||
+	    rows_into(rq, *out, "asks", "SELECT a.inspection_id, i.session_id, i.status, a.asked_ms,"
+	    " json_extract(i.answer, '$.outcome') FROM settlement_asks a JOIN inspections i"
+	    " ON i.inspection_id=a.inspection_id WHERE a.run_id=? ORDER BY a.asked_ms, a.rowid",
+	    rq->arg, ask_cols) < 0))
 		r = -1;
 	return r;
 }
@@ -229,34 +245,51 @@ count(struct req *rq, const char *sql)
 	return n;
 }
 
+/* Count the rows of sql (text, count) into obj[text]; 0 or -1. */
+static int
+count_into(struct req *rq, json_t *obj, const char *sql)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, sql, "");
+	int r = -1;
+
+	while (st && (r = db_step(&dsp.store.db, st, &rq->e)) == 1)
+		json_object_set_new(obj, col(st, 0), json_integer(sqlite3_column_int64(st, 1)));
+	db_done(&dsp.store.db, st);
+	return r;
+}
+
 /* GET /admin/summary: counts for a quick look. */
 int
 h_summary(struct req *rq)
 {
-	json_t *states = json_pack("{s:i, s:i, s:i, s:i, s:i}", "queued", 0, "offered", 0,
-	    "accepted", 0, "rejected", 0, "finished", 0);
-	sqlite3_stmt *st;
+	json_t *states = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "queued", 0,
+	    "offered", 0, "accepted", 0, "rejected", 0, "finished", 0, "handed_back", 0,
+	    "requeued", 0, "abandoned", 0);
+	json_t *settled = json_pack("{s:i, s:i, s:i, s:i, s:i}", "handback", 0,
+	    "inspection_not_started", 0, "inspection_absent", 0, "inspection_started", 0,
+	    "abandoned", 0);
 	int64_t results, ledger, reports;
 	int r = -1;
 
 	if (tx_begin(rq) < 0) {
 		json_decref(states);
+		json_decref(settled);
 		return 500;
 	}
-	st = sql_prep(&rq->e, "SELECT state, COUNT(*) FROM runs GROUP BY state", "");
-	while (st && (r = db_step(&dsp.store.db, st, &rq->e)) == 1)
-		json_object_set_new(states, col(st, 0), json_integer(sqlite3_column_int64(st, 1)));
-	db_done(&dsp.store.db, st);
+	if (count_into(rq, states, "SELECT " RUN_STATE ", COUNT(*) FROM runs r GROUP BY 1") == 0)
+		r = count_into(rq, settled, "SELECT how, COUNT(*) FROM settlements GROUP BY how");
 	results = count(rq, "SELECT COUNT(*) FROM results");
 	ledger = count(rq, "SELECT COALESCE(SUM(charge), 0) FROM ledger");
 	reports = count(rq, "SELECT COUNT(*) FROM reports");
 	if (r < 0 || results < 0 || ledger < 0 || reports < 0) {
 		json_decref(states);
+		json_decref(settled);
 		return tx_end(rq, internal(rq));
 	}
-	return tx_end(rq, answer(rq, 200, json_pack("{s:s, s:o, s:I, s:I, s:I}",
-	    "incarnation", dsp.store.incarnation, "runs", states, "results", (json_int_t)results,
-	    "ledger_total", (json_int_t)ledger, "reports", (json_int_t)reports)));
+	return tx_end(rq, answer(rq, 200, json_pack("{s:s, s:o, s:o, s:I, s:I, s:I}",
+	    "incarnation", dsp.store.incarnation, "runs", states, "settled", settled,
+	    "results", (json_int_t)results, "ledger_total", (json_int_t)ledger,
+	    "reports", (json_int_t)reports)));
 }
 
 /* Force session rq->arg into status. */
@@ -327,6 +360,74 @@ h_list_sessions(struct req *rq)
 	return tx_end(rq, answer(rq, 200, out));
 }
 
+/* POST /admin/clients {"name":N}: issue a client of the inspection API.
+ * Its token is in this answer and nowhere else: the store keeps only its
+ * SHA-256 (invariant 3), so a lost token is revoked and another issued. */
+int
+h_client_new(struct req *rq)
+{
+	json_t *in = body_json(rq), *name = in ? json_object_get(in, "name") : NULL;
+	char id[24], token[72], sha[SHA256_HEX_LEN + 1];
+	int status;
+
+	if (!in)
+		return 400;
+	if (!json_is_object(in) || json_object_size(in) != 1 || !json_is_string(name) ||
+	    json_string_length(name) < 1 || json_string_length(name) > CLIENT_NAME_MAX ||
+	    strlen(json_string_value(name)) != json_string_length(name))
+		return fail(rq, 400, "invalid", "the body must be {\"name\": a string of 1..%d"
+		    " bytes}", CLIENT_NAME_MAX);
+	if (random_id(id, sizeof id, "cli-", 8) < 0 || random_id(token, sizeof token, "", 32) < 0)
+		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
+	sha256_hex(token, strlen(token), sha);
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (sql_exec(&rq->e, "INSERT INTO clients(client_id, name, token_sha256, status,"
+	    " created_ms) VALUES(?,?,?,'active',?)", "sssi", id, json_string_value(name), sha,
+	    now_ms()) < 0)
+		status = internal(rq);
+	else
+		status = answer(rq, 201, json_pack("{s:s, s:s, s:s}", "client_id", id,
+		    "name", json_string_value(name), "token", token));
+	return tx_end(rq, status);
+}
+
+/* GET /admin/clients: every client, oldest first; never a token. */
+int
+h_list_clients(struct req *rq)
+{
+	static const char *const names[] = { "client_id", "name", "status", "created_ms",
+		"revoked_ms", NULL };
+	json_t *out = json_object();
+
+	if (tx_begin(rq) < 0) {
+		json_decref(out);
+		return 500;
+	}
+	if (rows_into(rq, out, "clients", "SELECT client_id, name, status, created_ms, revoked_ms"
+	    " FROM clients ORDER BY created_ms, rowid", NULL, names) < 0) {
+		json_decref(out);
+		return tx_end(rq, internal(rq));
+	}
+	return tx_end(rq, answer(rq, 200, out));
+}
+
+/* DELETE /admin/clients/{id}: revoke the client; its token is refused
+ * from now on, its inspections stay.  Revoking again changes nothing. */
+int
+h_client_revoke(struct req *rq)
+{
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (sql_exec(&rq->e, "UPDATE clients SET status='revoked',"
+	    " revoked_ms=COALESCE(revoked_ms, ?) WHERE client_id=?", "is", now_ms(), rq->arg) < 0)
+		return tx_end(rq, internal(rq));
+	if (sqlite3_changes(dsp.store.db.h) == 0)
+		return tx_end(rq, fail(rq, 404, "unknown_client", "no client '%s'", rq->arg));
+	return tx_end(rq, answer(rq, 200, json_pack("{s:s, s:s}", "client_id", rq->arg,
+	    "status", "revoked")));
+}
+
 /* POST /admin/faults: queue a fault for the next matching requests. */
 int
 h_add_fault(struct req *rq)
@@ -351,4 +452,17 @@ int
 h_clear_faults(struct req *rq)
 {
 	return answer(rq, 200, json_pack("{s:I}", "cleared", (json_int_t)fault_clear()));
+}
+
+/* GET /admin/stats: the request counters (http.c) and the gate. */
+int
+h_stats(struct req *rq)
+{
+	struct http_stats st;
+
+	http_stats_read(&st);
+	return answer(rq, 200, json_pack("{s:I, s:I, s:I, s:I, s:I}", "in_flight",
+	    (json_int_t)st.in_flight, "max_in_flight", (json_int_t)st.max_in_flight, "requests",
+	    (json_int_t)st.requests, "gated_429", (json_int_t)st.gated_429, "max_inflight",
+	    (json_int_t)dsp.cfg.max_inflight));
 }

@@ -12,11 +12,15 @@
  *   store.c        the store: its schema (schema/dispatcher/), the
  *                  query helpers, one write transaction per request
  *   faults.c       injected faults: the queue, and what each kind does
- *   sessions.c     negotiation, heartbeat, close, adoption; the gate
- *   work.c         the work feed and acceptance receipts
+ *   sessions.c     negotiation, heartbeat, close, adoption; the gate;
+ *                  settlement of an ended session's runs: asked about
+ *                  through its executor's current session, settled on the
+ *                  answer, or abandoned by the sweep (see below)
+ *   work.c         the work feed, acceptance receipts, hand-back, and
+ *                  re-queueing a run as a new run of its transaction
  *   results.c      terminal results, the report log, reports in flight
- *   inspections.c  a client's InspectRetainedRun, relayed
- *   admin.c        /admin/: runs, summary, sessions, faults
+ *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
+ *   admin.c        /admin/: runs, summary, sessions, clients, faults
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
@@ -26,6 +30,39 @@
  * tx_begin() and tx_end(): one SQLite connection, one mutex, one write
  * transaction per request, so handlers see a consistent store and lapsed
  * leases are expired on every access.
+ *
+ * The sweep: main wakes once a second (sigtimedwait) and calls
+ * settle_sweep(), one write transaction under dsp.store.mu like a
+ * request's: lapsed leases expire, runs nobody settled in time are
+ * abandoned, and each current session is asked about its executor's ended
+ * sessions' runs.  A heartbeat asks for its own session too, so the
+ * answer that says how many inspections wait already counts them.
+ *
+ * A run's states, as the protocol shows them (RUN_STATE: runs.state, and
+ * past it the final state settlements.state gives):
+ *
+ *   queued ─feed─► offered ─receipt─► accepted ─result─► finished
+ *                     │  └─receipt: conflict/invalid─► rejected
+ *                     └─────────┬──────────┘
+ *                               ├─ hand-back ───────────► handed_back ┐ + a new run,
+ *                               ├─ answer: never started ► requeued    ┘ queued
+ *                               │  or absent
+ *                               ├─ answer: started ──────► (accepted, settled)
+ *                               └─ unsettled in time ────► abandoned
+ *
+ *   transition                     function         when
+ *   queued → offered               feed()           a current session's feed
+ *   offered → accepted/rejected    receipt_record() its session's receipt
+ *   offered/accepted → finished    result_record()  the first result recorded
+ *   → handed_back                  handback_one()   its own current session
+ *   → requeued                     settle_answer()  its executor's later session
+ *   → settled, stays accepted      settle_answer()  the same, answering started
+ *   → abandoned                    settle_abandon() --abandon-after-ms after its
+ *                                                   session's end, by the sweep
+ *
+ * handed_back, requeued and abandoned are final: a result for such a run
+ * is refused (409 conflict), a receipt changes nothing, and the feed never
+ * hands it out again.
  *
  * Threads: dsp.cfg is written only before the server starts.  dsp.store.mu
  * guards the connection and every statement on it (tx_begin() takes it;
@@ -37,10 +74,26 @@
  *  1. A run's first accepted result is recorded once, with exactly one
  *     ledger charge; a duplicate or refused report changes neither.
  *  2. Every report to /v1/results is kept in `reports`, whatever its answer.
- *  3. Credentials are never logged and only their SHA-256 is stored.
+ *  3. Credentials and client tokens are never logged and only their
+ *     SHA-256 is stored.
  *  4. The server binds 127.0.0.1 only.
  *  5. An inspection's answer is recorded once, only from the session it
  *     names, and never with a field its outcome does not have.
+ *  6. An inspection is asked only with an active client's token, names
+ *     its session, and is read only with the token of the client that
+ *     asked it: to any other client it does not exist (404).  The one
+ *     exception, cli-settlement, is the dispatcher itself: no client reads
+ *     its inspections.
+ *  7. A run is re-queued only on an answer, never on a guess: its own
+ *     session handing it back, or its executor's later session answering
+ *     that it never started (FOUND, started false) or does not hold it
+ *     (ABSENT).  Anything else asks again later or, in the end, abandons
+ *     it; an abandoned run is never re-run.
+ *  8. A run is re-queued as a new run (new id `rq-…`, same spec and
+ *     transaction id), at most once, and never once a result is recorded
+ *     for it; from then on every result for the original is refused, so
+ *     a transaction is charged at most once along its chain of re-queues.
+ *  9. A revoked session is never adopted.
  */
 #ifndef EK_DISPATCHER_H
 #define EK_DISPATCHER_H
@@ -65,6 +118,10 @@ enum { MAX_CONNECTIONS = 256 };          /* also bounds the in-flight table */
 
 struct config {
 	int64_t port, lease_ms, heartbeat_ms;
+	int64_t max_inflight;            /* the gate: 0 = none (see http.c) */
+	int64_t retry_after_s;           /* what a gated request is told to wait */
+	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
+	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
 	const char *port_file, *store, *incarnation;
 	bool quiet;
 };
@@ -84,15 +141,28 @@ struct dispatcher {
 
 extern struct dispatcher dsp;
 
+/* ---- http.c: the gate and its counters ------------------------------- */
+
+struct http_stats {
+	int64_t in_flight, max_in_flight, requests, gated_429;
+};
+
+/* The request counters since start (GET /admin/stats). */
+void http_stats_read(struct http_stats *out);
+
 /* ---- faults.c ------------------------------------------------------- */
 
 enum fault_kind { F_NONE, F_DELAY, F_DROP_ACK, F_5XX, F_429, F_RESET, F_MALFORMED, F_HANG,
-	F_4XX, F_KINDS };
+	F_4XX, F_LIE, F_KINDS };
+
+#define FAULT_BODY_MAX 2048
 
 struct fault {
 	int kind;                        /* enum fault_kind; F_NONE = no fault */
 	int64_t count, delay_ms;
 	char path[256];                  /* applies to paths with this prefix */
+	int status;                      /* F_LIE: the status to answer */
+	char body[FAULT_BODY_MAX];       /* F_LIE: the body to answer, verbatim */
 };
 
 /* ---- http.c: a request -------------------------------------------- */
@@ -107,6 +177,8 @@ struct req {
 	char *body;
 	size_t len, cap, limit;
 	bool too_big, is_result, rollback;
+	bool gated;                              /* counted against --max-inflight */
+	int retry_after_s;                       /* > 0: answer with Retry-After */
 	json_t *in, *out;
 	struct fault fault;
 	struct ek_err e;
@@ -146,6 +218,10 @@ void nap(int64_t ms, struct MHD_Connection *conn);
 struct MHD_Daemon *http_start(struct ek_err *e);
 
 /* ---- store.c -------------------------------------------------------- */
+
+/* A run's state as the protocol shows it, for a query that names the run
+ * r: past runs.state, the final state its settlement gave it. */
+#define RUN_STATE "COALESCE((SELECT f.state FROM settlements f WHERE f.run_id = r.run_id), r.state)"
 
 /* Open (creating if needed) the store at path, bring its schema up to
  * date and load its incarnation (want_inc for a new store). */
@@ -202,9 +278,27 @@ int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401
 
 handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
 
+/* Ask, through current session sid, about the unsettled runs of its
+ * executor's ended sessions (past --settle-after-ms), as far as the
+ * pending caps allow; 0 or -1 with e filled. */
+int settle_ask(struct ek_err *e, const char *sid);
+/* Inspection id was just answered with answer: if the dispatcher asked
+ * it, settle its run as the answer says (invariant 7); 0 or -1. */
+int settle_answer(struct ek_err *e, const char *id, json_t *answer);
+/* The sweep, once a second from main: abandon what nobody settled in
+ * time, ask through every current session.  Takes dsp.store.mu. */
+void settle_sweep(void);
+
 /* ---- work.c --------------------------------------------------------- */
 
-handler_fn h_work, h_receipts;
+/* Re-queue run_id (offered or accepted, no result, not settled) as a new
+ * run of its transaction, queued; settle the original as state (handed_back
+ * or requeued) and how, on inspection id insp if any.  0 with the new id in
+ * as (at least 24 bytes), or -1 with e filled. */
+int run_requeue(struct ek_err *e, const char *run_id, const char *state, const char *how,
+    const char *insp, char *as);
+
+handler_fn h_work, h_receipts, h_handback;
 
 /* ---- results.c ------------------------------------------------------ */
 
@@ -221,15 +315,19 @@ handler_fn h_result;
 
 /* ---- inspections.c -------------------------------------------------- */
 
+/* At most this many inspections wait for one session's answer. */
+enum { INSPECT_PENDING_MAX = 1024 };
+
 /* How many inspections wait for session sid's answer; -1 on error. */
-int64_t inspections_pending(struct req *rq, const char *sid);
+int64_t inspections_pending(struct ek_err *e, const char *sid);
 
 handler_fn h_inspection_new, h_inspection_get, h_inspection_list, h_inspection_answer;
 
 /* ---- admin.c -------------------------------------------------------- */
 
 handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_replace,
-	h_lease, h_list_sessions, h_add_fault, h_clear_faults;
+	h_lease, h_stats, h_list_sessions, h_client_new, h_list_clients, h_client_revoke, h_add_fault,
+	h_clear_faults;
 
 /* ---- util.c --------------------------------------------------------- */
 

@@ -11,9 +11,13 @@
  *              then close without an answer; the handler does not run
  *   reset      close without an answer; the handler does not run
  *   5xx, 429,  answer 503 unavailable, 429 overloaded or 400 invalid in
- *   4xx        the handler's place (kinds[] below)
+ *   4xx        the handler's place (kinds[] below); a 503 or 429 with
+ *              delay_ms carries Retry-After: that many ms, in whole seconds
  *   drop_ack   run the handler, then close without its answer
  *   malformed  run the handler, then answer 200 with a broken body
+ *   lie        answer status with body, verbatim, in the handler's place:
+ *              a dispatcher that says anything at all (an id shaped "..",
+ *              an escape sequence in a detail)
  *
  * A /v1/results request a fault kept from its handler is still kept in
  * `reports` (invariant 2), with the fault's name.
@@ -40,6 +44,7 @@ static const struct {
 	[F_MALFORMED] = { "malformed", 0, NULL },
 	[F_HANG] = { "hang", 0, NULL },
 	[F_4XX] = { "4xx", 400, "invalid" },
+	[F_LIE] = { "lie", 0, NULL },
 };
 
 static struct {
@@ -89,15 +94,33 @@ kind_of(const char *name)
 	return F_NONE;
 }
 
+/* A lie's status and body; NULL if valid, else why not. */
+static const char *
+lie_parse(json_t *in, struct fault *f)
+{
+	json_t *st = json_object_get(in, "status"), *body = json_object_get(in, "body");
+
+	if (!json_is_integer(st) || json_integer_value(st) < 100 || json_integer_value(st) > 599)
+		return "a lie needs a status from 100 to 599";
+	if (!json_is_string(body) || json_string_length(body) >= sizeof f->body ||
+	    strlen(json_string_value(body)) != json_string_length(body))
+		return "a lie needs a body: a string without NUL, shorter than 2048 bytes";
+	f->status = (int)json_integer_value(st);
+	snprintf(f->body, sizeof f->body, "%s", json_string_value(body));
+	return NULL;
+}
+
 const char *
 fault_parse(json_t *in, struct fault *f)
 {
 	json_t *c = json_object_get(in, "count"), *d = json_object_get(in, "delay_ms");
 	json_t *p = json_object_get(in, "path");
-	const char *kind = json_string_value(json_object_get(in, "kind"));
+	const char *kind = json_string_value(json_object_get(in, "kind")), *why;
 
 	if (!json_is_object(in) || (f->kind = kind_of(kind)) == F_NONE)
-		return "kind must be delay, drop_ack, 5xx, 429, reset, malformed, hang or 4xx";
+		return "kind must be delay, drop_ack, 5xx, 429, reset, malformed, hang, 4xx or lie";
+	if (f->kind == F_LIE && (why = lie_parse(in, f)))
+		return why;
 	if (c && (!json_is_integer(c) || json_integer_value(c) < 1))
 		return "count must be a positive integer";
 	if (d && (!json_is_integer(d) || json_integer_value(d) < 0))
@@ -149,7 +172,13 @@ fault_serve(struct req *rq)
 		log_request(rq, 0);
 		return MHD_NO;
 	}
+	if (kind == F_LIE && (junk = strdup(rq->fault.body))) {
+		report_fault(rq, rq->fault.status);
+		return send_text(rq, rq->fault.status, junk, strlen(junk));
+	}
 	if (kinds[kind].status) {
+		if ((kind == F_5XX || kind == F_429) && rq->fault.delay_ms > 0)
+			rq->retry_after_s = (int)((rq->fault.delay_ms + 999) / 1000);
 		status = fail(rq, kinds[kind].status, kinds[kind].code, "injected fault");
 		report_fault(rq, status);
 		return respond(rq, status);

@@ -128,6 +128,7 @@ static const struct route {
 	{ "GET", "/v1/sessions/*/work", h_work },
 	{ "POST", "/v1/sessions/*/receipts", h_receipts },
 	{ "POST", "/v1/sessions/*/adoptions", h_adopt },
+	{ "POST", "/v1/sessions/*/handback", h_handback },
 	{ "POST", "/v1/results", h_result },
 	{ "POST", "/v1/inspections", h_inspection_new },
 	{ "GET", "/v1/inspections/*", h_inspection_get },
@@ -137,11 +138,15 @@ static const struct route {
 	{ "GET", "/admin/runs", h_list_runs },
 	{ "GET", "/admin/runs/*", h_show_run },
 	{ "GET", "/admin/summary", h_summary },
+	{ "GET", "/admin/stats", h_stats },
 	{ "POST", "/admin/sessions/*/revoke", h_revoke },
 	{ "POST", "/admin/sessions/*/expire", h_expire },
 	{ "POST", "/admin/sessions/*/replace", h_replace },
 	{ "POST", "/admin/sessions/*/lease", h_lease },
 	{ "GET", "/admin/sessions", h_list_sessions },
+	{ "POST", "/admin/clients", h_client_new },
+	{ "GET", "/admin/clients", h_list_clients },
+	{ "DELETE", "/admin/clients/*", h_client_revoke },
 	{ "POST", "/admin/faults", h_add_fault },
 	{ "DELETE", "/admin/faults", h_clear_faults },
 };
@@ -209,6 +214,12 @@ send_text(struct req *rq, int status, char *text, size_t len)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (status == 405)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
+	if (rq->retry_after_s > 0) {
+		char s[16];
+
+		snprintf(s, sizeof s, "%d", rq->retry_after_s);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, s);
+	}
 	r = MHD_queue_response(rq->conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	log_request(rq, status);
@@ -233,6 +244,65 @@ dispatch(struct req *rq)
 	return fail(rq, 404, "not_found", "no such endpoint '%s'", rq->path);
 }
 
+/*
+ * The gate (--max-inflight N).  Past N requests in flight, a request is
+ * answered 429 with Retry-After, unhandled — except heartbeats and
+ * negotiations, which are never refused for load (a session must not
+ * expire because its executor's deliveries were throttled), and the admin
+ * endpoints.  Every request counts in flight from its first byte to its
+ * end, so the gate sees the whole load.
+ */
+static struct {
+	atomic_llong in_flight, max_in_flight, requests, gated_429;
+} stats;
+
+/* Is rq one the gate never refuses? */
+static bool
+gate_exempt(const struct req *rq)
+{
+	size_t n = strlen(rq->path);
+
+	if (strncmp(rq->path, "/admin/", 7) == 0)
+		return true;
+	if (strcmp(rq->method, "POST") != 0)
+		return false;
+	return strcmp(rq->path, "/v1/sessions") == 0 || (strncmp(rq->path, "/v1/sessions/", 13) == 0 &&
+	    n > 10 && strcmp(rq->path + n - 10, "/heartbeat") == 0);
+}
+
+static void
+gate_enter(struct req *rq)
+{
+	long long now = atomic_fetch_add(&stats.in_flight, 1) + 1, max;
+
+	atomic_fetch_add(&stats.requests, 1);
+	rq->gated = true;
+	max = atomic_load(&stats.max_in_flight);
+	while (now > max && !atomic_compare_exchange_weak(&stats.max_in_flight, &max, now))
+		;
+}
+
+/* Past the gate?  Then rq is answered 429 in the handler's place. */
+static bool
+gate_closed(struct req *rq)
+{
+	if (dsp.cfg.max_inflight <= 0 || gate_exempt(rq) ||
+	    atomic_load(&stats.in_flight) <= dsp.cfg.max_inflight)
+		return false;
+	atomic_fetch_add(&stats.gated_429, 1);
+	rq->retry_after_s = (int)dsp.cfg.retry_after_s;
+	return true;
+}
+
+void
+http_stats_read(struct http_stats *out)
+{
+	out->in_flight = atomic_load(&stats.in_flight);
+	out->max_in_flight = atomic_load(&stats.max_in_flight);
+	out->requests = atomic_load(&stats.requests);
+	out->gated_429 = atomic_load(&stats.gated_429);
+}
+
 /* A new request: copy method and path, route it, take a fault. */
 static struct req *
 req_new(struct MHD_Connection *conn, const char *url, const char *method)
@@ -253,6 +323,7 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 	rq->limit = rq->is_result ? RESULT_MAX : strncmp(rq->path, "/admin/", 7) == 0 ?
 	    ADMIN_MAX : V1_MAX;
 	rq->fault = fault_take(rq->path);
+	gate_enter(rq);
 	return rq;
 }
 
@@ -300,7 +371,14 @@ req_finish(struct req *rq)
 	}
 	json_decref(rq->out);       /* a 400 from body_json() is answered by the handler */
 	rq->out = NULL;
-	r = fault_serve(rq);
+	if (gate_closed(rq)) {
+		json_decref(rq->in);
+		rq->in = NULL;
+		r = respond(rq, fail(rq, 429, "overloaded", "more than %lld requests in flight; "
+		    "retry after %d s", (long long)dsp.cfg.max_inflight, rq->retry_after_s));
+	} else {
+		r = fault_serve(rq);
+	}
 	if (run_id[0])
 		flight_leave(run_id);
 	return r;
@@ -335,6 +413,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 
 	if (!rq)
 		return;
+	if (rq->gated)
+		atomic_fetch_sub(&stats.in_flight, 1);
 	json_decref(rq->in);
 	json_decref(rq->out);
 	free(rq->body);

@@ -7,130 +7,185 @@
  * answer, which is recorded once (invariant 5).  The run id is stored as
  * the client sent it: judging it is the executor's business, so a
  * malformed id comes back as an ERROR answer, never as ABSENT.
+ *
+ * A client is someone an operator issued a token to (POST /admin/clients,
+ * in admin.c).  client_gate() is the one check every client request
+ * passes: the Bearer token hashes to an active client's.  The client
+ * names the session it asks about, and only the client that asked an
+ * inspection reads it (invariant 6): to any other it does not exist.
+ *
+ * The dispatcher asks too (settle_ask() in sessions.c, as the reserved
+ * client cli-settlement): its inspections wait in the same table, are
+ * listed and answered exactly like a client's, and their answers also go
+ * to settle_answer().  No client reads them.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "dispatcher.h"
+#include "sha256.h"
 
-enum { INSPECT_RUN_MAX = 4096, INSPECT_PENDING_MAX = 1024,
-	INSPECT_WAIT_MAX = 30000, INSPECT_POLL_MS = 50, INSPECT_ANSWER_MAX = 16384 };
+enum { INSPECT_RUN_MAX = 4096, INSPECT_SESSION_MAX = 128,
+	INSPECT_WAIT_MAX = 30000, INSPECT_POLL_MS = 50, INSPECT_ANSWER_MAX = 16384,
+	CLIENT_ID_SIZE = 24 };
 
-/* Check a client's inspection request; NULL if valid, else why not. */
+/* The request's Bearer token, or NULL if it has none. */
 static const char *
-inspection_check(json_t *in)
+bearer(struct req *rq)
 {
-	static const char *const fields[] = { "run_id", "session_id", "executor_id", NULL };
-	json_t *run = json_object_get(in, "run_id"), *sid = json_object_get(in, "session_id");
-	json_t *xid = json_object_get(in, "executor_id"), *v;
-	const char *k;
+	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
 
-	if (!json_is_object(in))
-		return "body must be a JSON object";
-	json_object_foreach(in, k, v)
-		if (!one_of(k, fields))
-			return "unknown field in inspection";
-	if (!json_is_string(run) || json_string_length(run) > INSPECT_RUN_MAX)
-		return "run_id must be a string of at most 4096 bytes";
-	if (!sid == !xid)
-		return "name exactly one of session_id and executor_id";
-	if (sid && (!json_is_string(sid) || json_string_length(sid) > 128))
-		return "session_id must be a string of at most 128 bytes";
-	if (xid && (!json_is_string(xid) || !is_hex(json_string_value(xid), 32)))
-		return "executor_id must be 32 hex digits";
-	return NULL;
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	for (h += 7; *h == ' '; h++)
+		;
+	return *h ? h : NULL;
 }
 
-/* The session a request names (session_id, or executor_id's newest one)
- * into sid, which must be current: 0, or the error status (answer set). */
+/* Admit a client's request: its Bearer token hashes to an active client's
+ * (only the hash is stored).  0 with the client's id in client, else the
+ * error status (answer set).  Inside tx_begin(). */
 static int
-inspection_session(struct req *rq, json_t *in, char *sid, size_t n)
+client_gate(struct req *rq, char *client, size_t n)
 {
-	const char *want = json_string_value(json_object_get(in, "session_id"));
-	const char *xid = json_string_value(json_object_get(in, "executor_id"));
-	sqlite3_stmt *st = want ? sql_prep(&rq->e, "SELECT session_id, status FROM sessions"
-	    " WHERE session_id=?", "s", want) : sql_prep(&rq->e, "SELECT session_id, status"
-	    " FROM sessions WHERE executor_id=? ORDER BY status='current' DESC, created_ms DESC,"
-	    " rowid DESC LIMIT 1", "s", xid);
-	char status[16] = "";
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	const char *token = bearer(rq);
+	char sha[SHA256_HEX_LEN + 1], status[16] = "";
+	sqlite3_stmt *st;
+	int r;
 
+	if (!token)
+		return fail(rq, 401, "unauthorized", "a client token is required"
+		    " (Authorization: Bearer)");
+	sha256_hex(token, strlen(token), sha);
+	st = sql_prep(&rq->e, "SELECT client_id, status FROM clients WHERE token_sha256=?",
+	    "s", sha);
+	r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
 	if (r == 1) {
-		db_col_text(st, 0, sid, n);
+		db_col_text(st, 0, client, n);
 		db_col_text(st, 1, status, sizeof status);
 	}
 	db_done(&dsp.store.db, st);
 	if (r < 0)
 		return internal(rq);
-	if (r == 0 && want)
-		return fail(rq, 404, "unknown_session", "no session '%s'", want);
 	if (r == 0)
-		return fail(rq, 404, "unknown_session", "no session of executor '%s'", xid);
-	return strcmp(status, "current") == 0 ? 0 : fail_over(rq, status);
+		return fail(rq, 401, "unauthorized", "the client token is not known");
+	if (strcmp(status, "active") != 0)
+		return fail(rq, 401, "unauthorized", "the client token is %s", status);
+	return 0;
+}
+
+/* Check a client's inspection request: 0, or 400 (answer set). */
+static int
+inspection_check(struct req *rq, json_t *in)
+{
+	json_t *run = json_object_get(in, "run_id"), *sid = json_object_get(in, "session_id"), *v;
+	const char *k;
+
+	if (!json_is_object(in))
+		return fail(rq, 400, "invalid", "body must be a JSON object");
+	json_object_foreach(in, k, v)
+		if (strcmp(k, "executor_id") == 0)   /* it named no session: the caller must */
+			return fail(rq, 400, "invalid", "'executor_id' is not accepted: name the"
+			    " session with 'session_id'");
+		else if (strcmp(k, "run_id") != 0 && strcmp(k, "session_id") != 0)
+			return fail(rq, 400, "invalid", "unknown field '%.64s' in inspection", k);
+	if (!json_is_string(run) || json_string_length(run) > INSPECT_RUN_MAX)
+		return fail(rq, 400, "invalid", "'run_id' must be a string of at most %d bytes",
+		    INSPECT_RUN_MAX);
+	if (!json_is_string(sid) || json_string_length(sid) < 1 ||
+	    json_string_length(sid) > INSPECT_SESSION_MAX ||
+	    strlen(json_string_value(sid)) != json_string_length(sid))
+		return fail(rq, 400, "invalid", "'session_id' must name the session: a string of"
+		    " 1..%d bytes", INSPECT_SESSION_MAX);
+	return 0;
+}
+
+/* Session sid, which the request names, must be current: 0, or the error
+ * status (answer set). */
+static int
+inspection_session(struct req *rq, const char *sid)
+{
+	struct sess s;
+	int r = sess_load(rq, sid, &s);
+
+	if (r < 0)
+		return internal(rq);
+	if (r == 0)
+		return fail(rq, 404, "unknown_session", "no session '%s'", sid);
+	return strcmp(s.status, "current") == 0 ? 0 : fail_over(rq, s.status);
 }
 
 int64_t
-inspections_pending(struct req *rq, const char *sid)
+inspections_pending(struct ek_err *e, const char *sid)
 {
-	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT COUNT(*) FROM inspections"
+	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM inspections"
 	    " WHERE session_id=? AND status='pending'", "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, &rq->e) == 1 ?
+	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ?
 	    sqlite3_column_int64(st, 0) : -1;
 
 	db_done(&dsp.store.db, st);
 	return n;
 }
 
-/* POST /v1/inspections: a client asks, through the executor holding a
- * current session, what that executor stores about a run. */
+/* POST /v1/inspections: a client asks, through the executor holding the
+ * current session it names, what that executor stores about a run. */
 int
 h_inspection_new(struct req *rq)
 {
-	json_t *in = body_json(rq);
-	const char *why;
-	char id[32], sid[72];
+	json_t *in;
+	const char *sid;
+	char id[32], client[CLIENT_ID_SIZE];
 	int64_t pending;
 	int status;
 
-	if (!in)
-		return 400;
-	if ((why = inspection_check(in)))
-		return fail(rq, 400, "invalid", "%s", why);
 	if (random_id(id, sizeof id, "insp-", 8) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	if (tx_begin(rq) < 0)
 		return 500;
-	if ((status = inspection_session(rq, in, sid, sizeof sid)))
+	if ((status = client_gate(rq, client, sizeof client)))
 		return tx_end(rq, status);
-	if ((pending = inspections_pending(rq, sid)) < 0)
+	if (!(in = body_json(rq)))
+		return tx_end(rq, 400);
+	if ((status = inspection_check(rq, in)))
+		return tx_end(rq, status);
+	sid = json_string_value(json_object_get(in, "session_id"));
+	if ((status = inspection_session(rq, sid)))
+		return tx_end(rq, status);
+	if ((pending = inspections_pending(&rq->e, sid)) < 0)
 		return tx_end(rq, internal(rq));
 	if (pending >= INSPECT_PENDING_MAX)   /* the executor answers 32 a heartbeat */
 		return tx_end(rq, fail(rq, 429, "overloaded", "%d inspections already wait for "
 		    "session '%s'", INSPECT_PENDING_MAX, sid));
 	if (sql_exec(&rq->e, "INSERT INTO inspections(inspection_id, session_id, run_id, status,"
 	    " created_ms) VALUES(?,?,?,'pending',?)", "sssi", id, sid,
-	    json_string_value(json_object_get(in, "run_id")), now_ms()) < 0)
+	    json_string_value(json_object_get(in, "run_id")), now_ms()) < 0 ||
+	    sql_exec(&rq->e, "INSERT INTO inspection_clients(inspection_id, client_id)"
+	    " VALUES(?,?)", "ss", id, client) < 0)
 		return tx_end(rq, internal(rq));
 	return tx_end(rq, answer(rq, 202, json_pack("{s:s, s:s, s:s}", "inspection_id", id,
 	    "status", "pending", "session_id", sid)));
 }
 
-/* Set rq->out to inspection rq->arg as it stands: 200 (*done once it is
- * answered, or can no longer be), 404, or 500.  A pending inspection whose
- * session is over is "unanswered": the session gate refuses every answer
- * from it now, so waiting longer cannot help the client. */
+/* Set rq->out to inspection rq->arg of client as it stands: 200 (*done
+ * once it is answered, or can no longer be), 404 (none, or another
+ * client's), or 500.  A pending inspection whose session is over is
+ * "unanswered": the session gate refuses every answer from it now, so
+ * waiting longer cannot help the client. */
 static int
-inspection_read(struct req *rq, bool *done)
+inspection_read(struct req *rq, const char *client, bool *done)
 {
 	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT i.run_id, i.session_id, CASE WHEN"
 	    " i.status='pending' AND IFNULL(s.status, '')<>'current' THEN 'unanswered'"
 	    " ELSE i.status END, i.answer, i.answered_ms, s.status FROM inspections i"
+	    " JOIN inspection_clients c ON c.inspection_id=i.inspection_id AND c.client_id=?"
 	    " LEFT JOIN sessions s ON s.session_id=i.session_id WHERE i.inspection_id=?",
-	    "s", rq->arg);
+	    "ss", client, rq->arg);
 	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
 	json_t *o = NULL;
 
@@ -148,32 +203,42 @@ inspection_read(struct req *rq, bool *done)
 	db_done(&dsp.store.db, st);
 	if (r < 0)
 		return internal(rq);
-	if (r == 0)
+	if (r == 0)   /* another client's inspection does not exist for this one */
 		return fail(rq, 404, "unknown_inspection", "no inspection '%s'", rq->arg);
 	return answer(rq, 200, o);
 }
 
-/* GET /v1/inspections/{id}?wait_ms=N: the inspection, once answered or
- * after N ms (at most 30000), whichever is first.  The wait bounds only
- * this request: the inspection stays, and a later request reads it. */
+/* GET /v1/inspections/{id}?wait_ms=N: the client's own inspection, once
+ * answered or after N ms (at most 30000), whichever is first.  The wait
+ * bounds only this request: the inspection stays, and a later request
+ * reads it.  The token is checked at every look, so a revoked client's
+ * wait ends with 401. */
 int
 h_inspection_get(struct req *rq)
 {
 	const char *w = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
 	int64_t wait = 0, end, left;
-	bool done = false;
+	char client[CLIENT_ID_SIZE];
+	bool bad = w && cli_parse_i64(w, 0, INSPECT_WAIT_MAX, &wait) < 0, done = false;
 	int status;
 
-	if (w && cli_parse_i64(w, 0, INSPECT_WAIT_MAX, &wait) < 0)
-		return fail(rq, 400, "invalid", "wait_ms must be a number from 0 to %d", INSPECT_WAIT_MAX);
-	if (wait > 0)   /* the idle timeout must not end a long poll */
+	if (bad)
+		wait = 0;
+	else if (wait > 0)   /* the idle timeout must not end a long poll */
 		MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned int)(wait / 1000 + 15));
 	end = mono_ms() + wait;
 	for (;;) {
 		if (tx_begin(rq) < 0)
 			return 500;
-		status = tx_end(rq, inspection_read(rq, &done));
+		/* the token first: a stranger learns nothing, not even a 400 */
+		status = client_gate(rq, client, sizeof client);
+		if (!status && bad)
+			status = fail(rq, 400, "invalid", "wait_ms must be a number from 0 to %d",
+			    INSPECT_WAIT_MAX);
+		else if (!status)
+			status = inspection_read(rq, client, &done);
+		status = tx_end(rq, status);
 		left = end - mono_ms();
 		if (status != 200 || done || left <= 0 || atomic_load(&dsp.stopping) ||
 		    peer_gone(rq->conn))
@@ -289,7 +354,8 @@ inspection_record(struct req *rq, const char *sid)
 		status = fail(rq, 400, "invalid", "%s", why);
 	else if (!(text = json_dumps(rq->in, JSON_COMPACT)) ||
 	    sql_exec(&rq->e, "UPDATE inspections SET status='answered', answer=?, answered_ms=?"
-	    " WHERE inspection_id=? AND status='pending'", "sis", text, now_ms(), rq->arg) < 0)
+	    " WHERE inspection_id=? AND status='pending'", "sis", text, now_ms(), rq->arg) < 0 ||
+	    settle_answer(&rq->e, rq->arg, rq->in) < 0)   /* the dispatcher's own question */
 		status = text ? internal(rq) : fail(rq, 500, "internal", "out of memory");
 	else
 		status = answer(rq, 200, json_pack("{s:s, s:s}", "status", "recorded",

@@ -2,6 +2,8 @@
  * results — POST /v1/results: a run's terminal result, checked in the
  * protocol's order and recorded once (invariant 1), and every report kept
  * in `reports` whatever its answer (invariant 2), a faulted one included.
+ * A run handed back, re-queued or abandoned is never charged: its results
+ * are refused (409 conflict, invariant 8).
  * Also the count of each run's reports in flight at once, which tests read
  * back as the run's max_in_flight.
  */
@@ -103,19 +105,34 @@ report_gate(struct req *rq, const struct result *r)
 	return sess_gate(rq, by, NULL, true);
 }
 
+/* Refuse a result for run_id, settled for good as fate (its new run: as,
+ * or empty): 409 conflict, which an executor takes as a refusal, with the
+ * run's state and new run for a reader. */
+static int
+settled_refusal(struct req *rq, const char *run_id, const char *fate, const char *as)
+{
+	int status = fail(rq, 409, "conflict", "run '%s' is %s%s%s: its results are refused",
+	    run_id, fate, as[0] ? " and re-queued as " : "", as);
+
+	json_object_set_new(rq->out, "state", json_string(fate));
+	json_object_set_new(rq->out, "requeued_as", as[0] ? json_string(as) : json_null());
+	return status;
+}
+
 /* Record r unless a protocol check refuses it; the HTTP status. */
 static int
 result_record(struct req *rq, const struct result *r, const char *sha)
 {
 	sqlite3_stmt *st;
-	char owner[64] = "", rsha[SHA256_HEX_LEN + 1] = "";
+	char owner[64] = "", rsha[SHA256_HEX_LEN + 1] = "", fate[16] = "", as[64] = "";
 	int64_t record_id = 0;
 	int found, status;
 
 	if ((status = report_gate(rq, r)))
 		return status;
-	if (!(st = sql_prep(&rq->e, "SELECT r.owner_session, s.record_id, s.body_sha256 FROM runs r"
-	    " LEFT JOIN results s ON s.run_id=r.run_id WHERE r.run_id=?", "s", r->run_id)) ||
+	if (!(st = sql_prep(&rq->e, "SELECT r.owner_session, s.record_id, s.body_sha256, f.state,"
+	    " f.requeued_as FROM runs r LEFT JOIN results s ON s.run_id=r.run_id"
+	    " LEFT JOIN settlements f ON f.run_id=r.run_id WHERE r.run_id=?", "s", r->run_id)) ||
 	    (found = db_step(&dsp.store.db, st, &rq->e)) < 0) {
 		db_done(&dsp.store.db, st);
 		return internal(rq);
@@ -124,12 +141,16 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 		db_col_text(st, 0, owner, sizeof owner);
 		record_id = sqlite3_column_int64(st, 1);
 		db_col_text(st, 2, rsha, sizeof rsha);
+		db_col_text(st, 3, fate, sizeof fate);
+		db_col_text(st, 4, as, sizeof as);
 	}
 	db_done(&dsp.store.db, st);
 	if (!found)
 		return fail(rq, 404, "unknown_run", "no run '%s'", r->run_id);
 	if (owner[0] && strcmp(owner, r->session_id) != 0)
 		return fail(rq, 409, "wrong_session", "run '%s' is owned by another session", r->run_id);
+	if (fate[0])   /* handed back, re-queued or abandoned: never charged (invariant 8) */
+		return settled_refusal(rq, r->run_id, fate, as);
 	if (record_id)
 		return strcmp(rsha, sha) == 0 ? answer(rq, 200, json_pack("{s:s, s:I}",
 		    "status", "duplicate", "record_id", (json_int_t)record_id)) :

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "dispatcher.h"
+#include "text.h"
 
 int
 random_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
@@ -63,12 +64,13 @@ void
 say(const char *fmt, ...)
 {
 	va_list ap;
-	char line[1200];
+	char line[1200], safe[sizeof line];
 
 	if (dsp.cfg.quiet)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s: %s\n", PROG, line);
+	/* Paths and details come from any client that can connect (text.h). */
+	fprintf(stderr, "%s: %s\n", PROG, text_safe(safe, sizeof safe, line));
 }

@@ -6,7 +6,7 @@
 #include "cli.h"
 
 #define SESSION_COLS "seq, incarnation, session_id, dispatcher, status, opened_at, " \
-	"ended_at, lease_ms, heartbeat_ms, last_beat_at"
+	"ended_at, lease_ms, heartbeat_ms, last_beat_at, IFNULL(retry_after_at, 0)"
 
 bool
 binding_eq(const struct binding *a, const struct binding *b)
@@ -29,6 +29,7 @@ read_session(sqlite3_stmt *q, struct session *s)
 	s->lease_ms = sqlite3_column_int64(q, 7);
 	s->heartbeat_ms = sqlite3_column_int64(q, 8);
 	s->last_beat_at = sqlite3_column_int64(q, 9);
+	s->retry_after_at = sqlite3_column_int64(q, 10);
 }
 
 /* Run q (already bound) expecting at most one session row. */
@@ -41,6 +42,20 @@ one_session(struct state *st, sqlite3_stmt *q, struct session *s, struct ek_err 
 		read_session(q, s);
 	db_done(&st->db, q);
 	return rc;
+}
+
+int
+session_wait_in(struct state *st, const struct binding *b, int64_t until, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "UPDATE sessions SET retry_after_at = ?3 "
+	    "WHERE incarnation = ?1 AND session_id = ?2 AND IFNULL(retry_after_at, 0) < ?3", e);
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	db_bind_i64(q, 3, until);
+	return db_exec_stmt(&st->db, q, e);
 }
 
 int

@@ -25,7 +25,12 @@ struct session {
 	char dispatcher[1024];
 	char status[16];
 	int64_t opened_at, ended_at, lease_ms, heartbeat_ms, last_beat_at;
+	int64_t retry_after_at;   /* no delivery before (epoch ms; 0: none asked) */
 };
+
+/* In the caller's write: no result of b's session is sent before until
+ * (epoch ms), as the dispatcher asked with Retry-After; a later wait only. */
+int session_wait_in(struct state *st, const struct binding *b, int64_t until, struct ek_err *e);
 
 bool binding_eq(const struct binding *a, const struct binding *b);
 

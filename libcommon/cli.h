@@ -35,8 +35,9 @@ int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
  * $XDG_STATE_HOME/execkit, else $HOME/.local/state/execkit. Never NULL. */
 const char *cli_state_dir(const char *opt);
 
-/* Flush stdout; on failure print "prog: write error: ..." and return
- * EK_IOERR, else return rc. Call as the last thing in main(). */
+/* Flush stdout; on failure print "prog: write error: ..." and return rc,
+ * or EK_IOERR when rc was 0 (an earlier failure keeps its own code); else
+ * return rc.  Call as the last thing in main(). */
 int cli_finish(const char *prog, int rc);
 
 /* Milliseconds since the epoch (wall clock) and a monotonic clock. */

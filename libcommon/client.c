@@ -23,6 +23,18 @@ client_id_field(json_t *o, const char *key, size_t max)
 	return s;
 }
 
+const char *
+client_shaped_field(json_t *o, const char *key, const char *prefix, size_t hex)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	size_t pl = strlen(prefix);
+
+	if (!s || strncmp(s, prefix, pl) != 0 || strlen(s) != pl + hex ||
+	    strspn(s + pl, "0123456789abcdef") != hex)
+		return NULL;
+	return s;
+}
+
 int
 client_answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)
 {
@@ -114,11 +126,14 @@ session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_m
 int
 session_confirm(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e)
 {
-	int64_t age = now_ms() - s->last_beat_at;
-
 	if (session_heartbeat(st, s, timeout_ms, e) == 0)
 		return 0;
-	if (e->code == EK_UNAVAILABLE && age >= 0 && age < s->lease_ms)
-		return 0;   /* the lease still holds: keep working, results wait */
+	/* A stored lease is no proof: a copy of the state restored from before
+	 * the session ended carries one too.  Only the dispatcher's answer now,
+	 * to this process, confirms the session. */
+	if (e->code == EK_UNAVAILABLE)
+		return ek_fail(e, EK_UNAVAILABLE, "cannot confirm session '%s' with the dispatcher, so "
+		    "nothing is started (a stored lease is no proof of a current session): %s",
+		    s->b.session_id, e->msg);
 	return -1;
 }

@@ -3,8 +3,44 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "db.h"
+
+static int64_t
+wait_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);   /* a signal may end it early: only a shorter pause */
+}
+
+/* SQLite's own busy handler (busy_timeout) sleeps up to 100 ms between
+ * tries, so a waiter can miss the gaps that a chunked writer leaves between
+ * its transactions (db_yield()) for seconds on end.  This one tries again
+ * every DB_BUSY_POLL_MS, and gives up after db->busy_ms in all. */
+static int
+busy_handler(void *arg, int n)
+{
+	struct db *db = arg;
+	int64_t now = wait_clock_ms(), left;
+
+	if (n == 0)
+		db->busy_since = now;
+	if ((left = db->busy_since + db->busy_ms - now) <= 0)
+		return 0;
+	sleep_ms(n < 2 ? n + 1 : left < DB_BUSY_POLL_MS ? left : DB_BUSY_POLL_MS);
+	return 1;
+}
 
 static int
 commit_hook(void *arg)
@@ -21,7 +57,9 @@ db_fail(struct db *db, struct ek_err *e, const char *context)
 	int prim = rc & 0xff;
 	int code = EK_SOFTWARE;
 
-	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+	db->busy = prim == SQLITE_BUSY || prim == SQLITE_LOCKED;
+	db->full = prim == SQLITE_FULL || (prim == SQLITE_IOERR && sqlite3_system_errno(db->h) == ENOSPC);
+	if (db->busy)
 		code = EK_TEMPFAIL;
 	else if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB)
 		code = EK_DATAERR;
@@ -76,8 +114,9 @@ db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e
 	 * version) must keep its bytes, so closing it neither checkpoints the
 	 * WAL into it nor deletes the -wal and -shm files. */
 	persist_wal(db);
-	/* busy_timeout first: every later statement may meet a writer. */
-	sqlite3_busy_timeout(db->h, 5000);
+	/* The busy handler first: every later statement may meet a writer. */
+	db->busy_ms = DB_BUSY_TIMEOUT_MS;
+	sqlite3_busy_handler(db->h, busy_handler, db);
 	sqlite3_extended_result_codes(db->h, 1);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
@@ -142,6 +181,7 @@ db_close(struct db *db)
 int
 db_begin_write(struct db *db, struct ek_err *e)
 {
+	db->busy = db->full = false;
 	if (db->in_write)
 		return ek_fail(e, EK_SOFTWARE, "%s: nested write transaction", db->path);
 	if (db_exec(db, "BEGIN IMMEDIATE", e) < 0)
@@ -165,6 +205,7 @@ db_commit(struct db *db, struct ek_err *e)
 		return -1;
 	}
 	db->in_write = false;
+	db->committed_at = wait_clock_ms();
 	return 0;
 }
 
@@ -174,6 +215,49 @@ db_rollback(struct db *db)
 	if (sqlite3_get_autocommit(db->h) == 0)
 		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 	db->in_write = false;
+}
+
+void
+db_busy_ms(struct db *db, int64_t ms)
+{
+	db->busy_ms = ms < 1 ? 1 : ms;
+}
+
+void
+db_yield(struct db *db)
+{
+	int64_t left = db->committed_at + DB_YIELD_MS - wait_clock_ms();
+
+	if (db->committed_at && left > 0)
+		sleep_ms(left);
+}
+
+void
+db_wait_begin(struct db *db, struct db_wait *w)
+{
+	db->busy = db->full = false;
+	*w = (struct db_wait){ .start = wait_clock_ms(), .next_report = DB_WAIT_REPORT_MS,
+		.pause_ms = DB_WAIT_FIRST_MS };
+}
+
+bool
+db_wait_again(struct db *db, struct db_wait *w, bool *say)
+{
+	*say = false;
+	if (!db->busy && !db->full)
+		return false;
+	db->busy = db->full = false;   /* consumed: the next failure says for itself */
+	w->waited_ms = wait_clock_ms() - w->start;
+	/* The busy handler gives up at DB_BUSY_TIMEOUT_MS: a little slack so
+	 * that the first line comes with the first such failure. */
+	if (w->waited_ms + DB_WAIT_REPORT_MS / 10 >= w->next_report) {
+		*say = true;
+		w->next_report = w->waited_ms + DB_WAIT_REPORT_MS;
+	}
+	sleep_ms(w->pause_ms);
+	if ((w->pause_ms *= 2) > DB_WAIT_MAX_MS)
+		w->pause_ms = DB_WAIT_MAX_MS;
+	return true;
 }
 
 sqlite3_stmt *

@@ -2,10 +2,17 @@
  * db — the only way execkit code touches SQLite.
  *
  * Writes happen only between db_begin_write() (BEGIN IMMEDIATE, so the
- * write lock is taken up front and busy_timeout applies) and db_commit()
+ * write lock is taken up front and the busy handler applies) and db_commit()
  * or db_rollback().  A commit hook refuses any commit that did not come
  * through db_commit(), so a stray autocommit write is caught in tests.
  * Statements are prepared with db_prep() and every value is bound.
+ *
+ * Contention: a statement waits up to DB_BUSY_TIMEOUT_MS for another
+ * connection's lock, then fails with EK_TEMPFAIL and db->busy set.  A write
+ * that must not be lost (a chosen result) waits longer, through db_wait;
+ * long writers commit in chunks and leave the lock free between them
+ * (db_yield()), so no other writer waits more than about a second
+ * (exec-accept, exec-reconcile --export-evidence, --prune-receipts).
  */
 #ifndef EK_DB_H
 #define EK_DB_H
@@ -18,6 +25,20 @@
 
 /* db_close() of a writer checkpoints a WAL larger than this. */
 #define WAL_CHECKPOINT_BYTES (256 * 1024)
+
+/* How long a statement waits for another connection's lock, trying again
+ * every DB_BUSY_POLL_MS (db.c, busy_handler()). */
+#define DB_BUSY_TIMEOUT_MS 5000
+#define DB_BUSY_POLL_MS 5
+
+/* The lock left free between two transactions of a chunked writer
+ * (db_yield()): twice the poll, so that a waiting writer gets in. */
+#define DB_YIELD_MS (2 * DB_BUSY_POLL_MS)
+
+/* db_wait: pauses between tries, and how often a waiter is told to say so. */
+#define DB_WAIT_FIRST_MS 50
+#define DB_WAIT_MAX_MS 1000
+#define DB_WAIT_REPORT_MS 5000
 
 /* Statements a connection keeps prepared (see db_prep()). */
 #define DB_KEPT_MAX 48
@@ -35,6 +56,11 @@ struct db {
 	bool committing;    /* db_commit() in progress: the hook allows it */
 	bool wrote;         /* a write transaction was committed */
 	bool keep;          /* db_prep() keeps statements prepared (one thread only) */
+	bool busy;          /* the last db_fail() was lock contention (db_begin_write() clears it) */
+	bool full;          /* the last db_fail() was a full disk (SQLITE_FULL, or ENOSPC) */
+	int64_t busy_ms;    /* the busy handler gives up after this long (db_busy_ms()) */
+	int64_t busy_since; /* monotonic ms: when the current wait for a lock began */
+	int64_t committed_at; /* monotonic ms of the last db_commit(), for db_yield() */
 	int nkept;
 	struct db_kept kept[DB_KEPT_MAX];
 };
@@ -55,6 +81,47 @@ void db_close(struct db *db);
 int db_begin_write(struct db *db, struct ek_err *e);
 int db_commit(struct db *db, struct ek_err *e);
 void db_rollback(struct db *db);
+
+/* Set how long statements wait for another connection's lock (ms; at
+ * least 1): a caller bounded by its own timeout lowers it, then puts back
+ * DB_BUSY_TIMEOUT_MS. */
+void db_busy_ms(struct db *db, int64_t ms);
+
+/* Between the transactions of a long writer: leave the lock free until
+ * DB_YIELD_MS have passed since the last commit, so that a writer waiting
+ * for it (a supervisor with a chosen result, a heartbeat) gets in instead
+ * of waiting for the whole job. */
+void db_yield(struct db *db);
+
+/*
+ * Waiting out another writer: a write that must not be lost is tried
+ * again for as long as it fails only because another connection holds the
+ * lock (SQLITE_BUSY or SQLITE_LOCKED), never given up for that:
+ *
+ *	db_wait_begin(db, &w);
+ *	while (the_write(..., e) < 0)      // begins and commits, or rolls back
+ *		if (!db_wait_again(db, &w, &say))
+ *			return -1;             // failed for another reason
+ *		else if (say)
+ *			tell the operator: w.waited_ms so far, e->msg
+ *
+ * The write must leave nothing behind when it fails (its own transaction).
+ */
+struct db_wait {
+	int64_t start;        /* monotonic ms at db_wait_begin() */
+	int64_t waited_ms;    /* since then, as of the last failure */
+	int64_t next_report;  /* waited_ms at which *say is next set */
+	int64_t pause_ms;     /* the next pause: DB_WAIT_FIRST_MS doubling to DB_WAIT_MAX_MS */
+};
+
+void db_wait_begin(struct db *db, struct db_wait *w);
+
+/* After a failed write: false if it did not fail for the lock or for a
+ * full disk (give up, e holds why); true after a pause (try again).  A
+ * full disk is waited out like a held lock: space may come back.  *say is set about every
+ * DB_WAIT_REPORT_MS of waiting, so that the caller says once that it
+ * waits (the library never prints). */
+bool db_wait_again(struct db *db, struct db_wait *w, bool *say);
 
 /* Prepare sql; NULL with e filled on failure.  Hand the statement back
  * with db_done(), never sqlite3_finalize(): when db->keep is set, the

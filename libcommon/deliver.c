@@ -71,6 +71,15 @@ deliver_classify(const struct http_reply *r, struct deliver_verdict *v)
 	const char *err;
 
 	memset(v, 0, sizeof *v);
+	v->retry_after_ms = -1;
+	if ((r->status == 429 || r->status == 503) && r->retry_after_ms >= 0) {
+		/* the dispatcher's own gate: wait as asked, whatever the body says */
+		v->cls = DC_TRANSIENT;
+		v->retry_after_ms = r->retry_after_ms;
+		snprintf(v->diag, sizeof v->diag, "transient: HTTP %ld: the dispatcher asks to wait "
+		    "%lld ms (Retry-After)", r->status, (long long)r->retry_after_ms);
+		return;
+	}
 	if (r->status != 0 && r->body)
 		o = json_loadb(r->body, r->len, 0, NULL);
 	if (r->status == 0 || !json_is_object(o)) {
@@ -93,7 +102,9 @@ deliver_classify(const struct http_reply *r, struct deliver_verdict *v)
 		const char *s = json_str(o, "status");
 		session_over(v, strcmp(s, "expired") == 0 || strcmp(s, "replaced") == 0 ||
 		    strcmp(s, "closed") == 0 ? s : "revoked", r);
-	} else
+	} else if (r->status == 429 || r->status >= 500)
+		transient(v, r, "dispatcher unavailable");
+	else
 		transient(v, r, "not an answer the protocol defines");
 	json_decref(o);
 }
@@ -174,6 +185,8 @@ struct batch {
 	int n, round, max_attempts;
 	int64_t deadline;
 	bool stopped;   /* a session was found over: send nothing more */
+	int64_t throttle_until;   /* a Retry-After ended the batch: wait until (epoch ms) */
+	struct binding throttled; /* ... the session it was asked of */
 	char owner[CLAIM_OWNER_MAX];
 };
 
@@ -196,6 +209,12 @@ claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
 	if ((rc = session_usable(b->st, &j->r.b, j->rep, &s, e)) <= 0)
 		return rc;
 	j->auth = s.b;
+	if (s.retry_after_at > now_ms()) {
+		j->rep->status = DELIVER_FAILED;
+		snprintf(j->rep->detail, sizeof j->rep->detail, "not sent: the dispatcher asked to "
+		    "wait %lld ms more (Retry-After)", (long long)(s.retry_after_at - now_ms()));
+		return 0;
+	}
 	if ((rc = result_claim_in(b->st, &j->r, b->owner, until, e)) < 0)
 		return -1;
 	if (rc == 0) {
@@ -287,6 +306,10 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	http_reply_free(&reply);
 	if (j->v.cls == DC_SESSION_OVER)
 		b->stopped = true;   /* stop at once: no authority left */
+	if (j->v.retry_after_ms >= 0 && !b->throttle_until) {
+		b->throttle_until = now_ms() + j->v.retry_after_ms;   /* stop the pass */
+		b->throttled = j->auth;
+	}
 	return 0;
 }
 
@@ -296,7 +319,7 @@ send_round(struct batch *b, struct ek_err *e)
 	struct job *j;
 	int i;
 
-	for (i = 0; i < b->n && !b->stopped && mono_ms() < b->deadline; i++)
+	for (i = 0; i < b->n && !b->stopped && !b->throttle_until && mono_ms() < b->deadline; i++)
 		if ((j = &b->jobs[i])->counted && !j->done && send_one(b, j, e) < 0)
 			return -1;
 	return 0;
@@ -339,7 +362,7 @@ last_round(const struct batch *b)
 {
 	int i;
 
-	if (b->stopped || b->round + 1 >= b->max_attempts ||
+	if (b->stopped || b->throttle_until || b->round + 1 >= b->max_attempts ||
 	    mono_ms() + (100LL << b->round) >= b->deadline)
 		return true;
 	for (i = 0; i < b->n; i++)
@@ -378,6 +401,8 @@ settle_round(struct batch *b, bool *last, struct ek_err *e)
 		if (settle_job(b, &b->jobs[i], &acked, &refused, e) < 0)
 			goto fail;
 	*last = last_round(b);
+	if (b->throttle_until && session_wait_in(b->st, &b->throttled, b->throttle_until, e) < 0)
+		goto fail;
 	for (i = 0; i < b->n && *last; i++)
 		if ((j = &b->jobs[i])->claimed && result_unclaim_in(b->st, j->run_id, b->owner, e) < 0)
 			goto fail;
@@ -429,7 +454,9 @@ rounds(struct batch *b, struct ek_err *e)
 			continue;   /* settled, or failed with its last diagnostic */
 		j->rep->status = b->stopped ? DELIVER_SESSION_OVER : DELIVER_FAILED;
 		snprintf(j->rep->detail, sizeof j->rep->detail, "%s", b->stopped ?
-		    "not sent: the session ended during the batch" : "budget spent before any attempt");
+		    "not sent: the session ended during the batch" : b->throttle_until ?
+		    "not sent: the dispatcher asked to wait (Retry-After)" :
+		    "budget spent before any attempt");
 	}
 	return 0;
 }

@@ -30,6 +30,7 @@ struct deliver_verdict {
 	char cause[32];           /* DC_REFUSED: invalid, unknown_run, wrong_session, conflict */
 	char status[16];          /* DC_SESSION_OVER: revoked, expired, replaced, closed */
 	char diag[RESULT_DIAG_MAX + 1];
+	int64_t retry_after_ms;   /* DC_TRANSIENT: a 429 or 503 asked to wait this long; else -1 */
 };
 
 /* Classify one exchange; pure, no I/O. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "text.h"
 
 int
 ek_fail(struct ek_err *e, int code, const char *fmt, ...)
@@ -30,7 +31,10 @@ int
 ek_report(const char *prog, const struct ek_err *e)
 {
 	int code = e->code ? e->code : EK_SOFTWARE;
+	char safe[sizeof e->msg];
 
-	fprintf(stderr, "%s: %s\n", prog, e->msg[0] ? e->msg : "internal error");
+	/* A message may quote a dispatcher's or a guest's words (text.h). */
+	fprintf(stderr, "%s: %s\n", prog, e->msg[0] ? text_safe(safe, sizeof safe, e->msg) :
+	    "internal error");
 	return code;
 }

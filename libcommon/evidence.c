@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "binding.h"
+#include "crash.h"
 #include "evidence.h"
 #include "jsonout.h"
 
@@ -28,92 +30,145 @@ row_json(sqlite3_stmt *q)
 	    "body", (const char *)sqlite3_column_blob(q, 11), (size_t)sqlite3_column_bytes(q, 11));
 }
 
+/* One chunk, in the caller's transaction: write the next rows (by rowid,
+ * after *last) to f and make them durable, then delete exactly those rows.
+ * *n = rows in the chunk; *last = the rowid of its last row. */
 static int
-write_rows(struct state *st, FILE *f, int64_t cutoff, int64_t *n, struct ek_err *e)
+export_chunk(struct state *st, FILE *f, int64_t cutoff, int64_t *last, int64_t *n, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id, incarnation, session_id, outcome, "
-	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body "
-	    "FROM results" EVIDENCE_WHERE " ORDER BY chosen_at", e);
+	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body, rowid "
+	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 ORDER BY rowid LIMIT ?3", e);
+	int64_t first = *last;
 	int rc;
 
 	if (!q)
 		return -1;
 	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 2, first);
+	db_bind_i64(q, 3, EVIDENCE_CHUNK_ROWS);
 	*n = 0;
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		if (json_emit(f, row_json(q)) < 0) {
 			rc = ek_fail(e, EK_IOERR, "writing the export: %s", strerror(errno));
 			break;
 		}
+		*last = sqlite3_column_int64(q, 12);
 		(*n)++;
 	}
 	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
-}
-
-static int
-delete_rows(struct state *st, int64_t cutoff, int64_t expect, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(&st->db, "DELETE FROM results" EVIDENCE_WHERE, e);
-
-	if (!q)
+	if (rc < 0 || *n == 0)
+		return rc < 0 ? -1 : 0;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		return ek_fail(e, EK_IOERR, "writing the export: %s", strerror(errno));
+	/* The rows are in the synced file: only now may they go. */
+	if (!(q = db_prep(&st->db, "DELETE FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e)))
 		return -1;
 	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 2, first);
+	db_bind_i64(q, 3, *last);
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
-	if (sqlite3_changes(st->db.h) != expect)
+	if (sqlite3_changes(st->db.h) != *n)
 		return ek_fail(e, EK_SOFTWARE, "export wrote %lld rows but %d match now; nothing deleted",
-		    (long long)expect, sqlite3_changes(st->db.h));
+		    (long long)*n, sqlite3_changes(st->db.h));
 	return 0;
+}
+
+/* A chunked job failed after n rows were done for good: say so in e. */
+static int
+failed_after(struct ek_err *e, int64_t n, const char *done)
+{
+	char msg[sizeof e->msg];
+
+	if (n > 0 && snprintf(msg, sizeof msg, "%s (%lld %s before that)", e->msg, (long long)n,
+	    done) > 0)
+		memcpy(e->msg, msg, sizeof msg);
+	return -1;
+}
+
+/* Make the new file's name durable too, before any row depends on it. */
+static int
+sync_parent(const char *path, struct ek_err *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc;
+
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path) >=
+	    (int)sizeof dir)
+		return ek_fail(e, EK_CANTCREAT, "'%s': path too long", path);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return ek_fail(e, EK_IOERR, "'%s': %s", dir, strerror(errno));
+	rc = fsync(fd);
+	close(fd);
+	return rc < 0 ? ek_fail(e, EK_IOERR, "'%s': fsync: %s", dir, strerror(errno)) : 0;
 }
 
 int
 evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e)
 {
-	int64_t cutoff = now_ms();
-	int fd;
+	int64_t cutoff = now_ms(), last = 0, k = 1;
+	int fd, rc = 0;
 	FILE *f;
 
-	/* One write transaction: the rows cannot change between export and delete. */
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
+	*n = 0;
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 || !(f = fdopen(fd, "w"))) {
 		ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		goto fail;
+		return -1;
 	}
-	if (write_rows(st, f, cutoff, n, e) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		if (!e->code)
-			ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	if (sync_parent(path, e) < 0) {
 		fclose(f);
-		goto fail;
+		return -1;
 	}
-	if (fclose(f) != 0) {
-		ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
-		goto fail;
+	/* A transaction per chunk: its rows cannot change between export and
+	 * delete, and no other writer waits long for the lock. */
+	while (rc == 0 && k > 0) {
+		db_yield(&st->db);   /* after a chunk, a waiting writer first */
+		if ((rc = db_begin_write(&st->db, e)) < 0)
+			break;
+		if ((rc = export_chunk(st, f, cutoff, &last, &k, e)) < 0 || k == 0) {
+			db_rollback(&st->db);
+			break;
+		}
+		if ((rc = db_commit(&st->db, e)) == 0) {
+			*n += k;
+			crash_point("export-chunk");
+		}
 	}
-	if (delete_rows(st, cutoff, *n, e) < 0)
-		goto fail;
-	return db_commit(&st->db, e);
-fail:
-	db_rollback(&st->db);
-	return -1;
+	if (fclose(f) != 0 && rc == 0)
+		rc = ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	return rc < 0 ? failed_after(e, *n, "results were exported and deleted") : 0;
 }
 
 int
 receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e)
 {
+	int64_t cutoff = now_ms() - age_ms;
 	sqlite3_stmt *q;
+	int k;
 
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	if (!(q = db_prep(&st->db, "DELETE FROM receipts WHERE acked_at < ?1", e))) {
-		db_rollback(&st->db);
-		return -1;
-	}
-	db_bind_i64(q, 1, now_ms() - age_ms);
-	if ((*n = db_commit_stmt(&st->db, q, e)) < 0)
-		return -1;
+	*n = 0;
+	do {
+		db_yield(&st->db);   /* after a chunk, a waiting writer first */
+		if (db_begin_write(&st->db, e) < 0)
+			return failed_after(e, *n, "receipts were pruned");
+		if (!(q = db_prep(&st->db, "DELETE FROM receipts WHERE rowid IN (SELECT rowid "
+		    "FROM receipts WHERE acked_at < ?1 LIMIT ?2)", e))) {
+			db_rollback(&st->db);
+			return failed_after(e, *n, "receipts were pruned");
+		}
+		db_bind_i64(q, 1, cutoff);
+		db_bind_i64(q, 2, PRUNE_CHUNK_ROWS);
+		if ((k = db_commit_stmt(&st->db, q, e)) < 0)
+			return failed_after(e, *n, "receipts were pruned");
+		*n += k;
+		if (k > 0)
+			crash_point("prune-chunk");
+	} while (k == PRUNE_CHUNK_ROWS);
 	return 0;
 }

@@ -9,6 +9,10 @@
  *  - receipts_prune() deletes receipts older than a retention window.
  * "Orphaned" means retained, not refused, and bound to a session that is
  * not the current one (so this session can never deliver it).
+ *
+ * Both work in chunks, one transaction each, so that no other writer waits
+ * long for the lock however many rows there are; a kill between chunks
+ * leaves every row either still in the database or in the synced file.
  */
 #ifndef EK_EVIDENCE_H
 #define EK_EVIDENCE_H
@@ -17,11 +21,18 @@
 
 #include "state.h"
 
+#define EVIDENCE_CHUNK_ROWS 1000   /* results exported and deleted per transaction */
+#define PRUNE_CHUNK_ROWS 5000      /* receipts deleted per transaction */
+
 /* Export refused and orphaned results to a new file at path (refused if it
- * exists), fsync it, then delete those rows.  *n = rows exported. */
+ * exists), chunk by chunk: write a chunk, fsync the file, then delete
+ * exactly those rows and commit (crash point export-chunk after each).
+ * *n = rows exported and deleted; on failure, those of the chunks
+ * committed before it. */
 int evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e);
 
-/* Delete receipts acknowledged before now - age_ms.  *n = rows deleted. */
+/* Delete receipts acknowledged before now - age_ms, PRUNE_CHUNK_ROWS per
+ * transaction (crash point prune-chunk after each).  *n = rows deleted. */
 int receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e);
 
 #endif

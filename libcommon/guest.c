@@ -1,6 +1,7 @@
 /* guest — see guest.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
@@ -46,12 +47,40 @@ build_argv(const struct guest_spec *gs)
 	return argv;
 }
 
+/* Does path lie in dir (or is it dir)?  Both resolved; false if either
+ * cannot be. */
+static bool
+inside(const char *path, const char *dir)
+{
+	char p[PATH_MAX], d[PATH_MAX];
+	size_t n;
+
+	if (!realpath(path, p) || !realpath(dir, d))
+		return false;
+	n = strlen(d);
+	return strncmp(p, d, n) == 0 && (p[n] == '\0' || p[n] == '/' || n == 1);
+}
+
+/* The guest's home: the guest user's (user), else ours, unless it lies in
+ * the state directory (the guest would learn where that is): then "/". */
+static const char *
+guest_home(const struct guest_spec *gs)
+{
+	const char *home = getenv("HOME");
+
+	if (gs->iso->mode == ISOLATE_USER)
+		return gs->iso->home;
+	return home && *home && !inside(home, gs->st->dir) ? home : "/";
+}
+
+/* The environment names the guest's own things only: never the state
+ * directory (limits is the path of its limits file as it sees it). */
 static char **
-build_env(const struct guest_spec *gs)
+build_env(const struct guest_spec *gs, const char *limits)
 {
 	size_t n = json_object_size(gs->env) + 8, i = 0;
 	char **env = calloc(n, sizeof *env);
-	const char *home = getenv("HOME"), *k;
+	const char *k;
 	json_t *v;
 
 	if (!env)
@@ -59,11 +88,10 @@ build_env(const struct guest_spec *gs)
 	if (!json_object_get(gs->env, "PATH"))
 		env[i++] = kv("PATH", GUEST_PATH);
 	if (!json_object_get(gs->env, "HOME"))
-		env[i++] = kv("HOME", home ? home : "/");
+		env[i++] = kv("HOME", guest_home(gs));
 	env[i++] = kv("EXEC_RUN_ID", gs->run_id);
 	env[i++] = kv("EXEC_TXN_ID", gs->txn_id);
-	env[i++] = kv("EXEC_STATE_DIR", gs->state_dir);
-	env[i++] = kv("EXEC_LIMITS_FILE", gs->limits_file);
+	env[i++] = kv("EXEC_LIMITS_FILE", limits);
 	json_object_foreach(gs->env, k, v)
 		env[i++] = kv(k, json_string_value(v));
 	return env;
@@ -80,14 +108,29 @@ free_vec(char **v, int owned)
 	free(v);
 }
 
-/* In the child: never returns.  Reports an exec failure through fail;
- * with a cgroup, waits for the end of go (the parent has moved it in). */
+/* What the child reports through the fail pipe when it cannot exec. */
+struct child_fail {
+	int err;    /* errno */
+	int step;   /* 0: exec (or dup2, chdir); else the isolation step (isolate.h) */
+};
+
+/* Where the child finds the guest's view: its path (userns) or its
+ * descriptor (user). */
+struct child_view {
+	char path[PATH_MAX];
+	int fd;
+};
+
+/* In the child: never returns.  Reports a failure through fail; with a
+ * cgroup, waits for the end of go (the parent has moved it in). */
 static void
-child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail, int go[2])
+child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail, int go[2],
+    const struct child_view *view)
 {
+	struct child_fail f = { 0, 0 };
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
-	int sig, ec;
+	int sig;
 	char c;
 
 	setpgid(0, 0);
@@ -96,7 +139,8 @@ child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, i
 		while (read(go[0], &c, 1) < 0 && errno == EINTR)
 			;
 	}
-	/* The guest inherits stdin, stdout and stderr only. */
+	/* The guest inherits stdin, stdout and stderr only (and, isolated as
+	 * user, the descriptor of its view: isolate_enter keeps it). */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
@@ -105,25 +149,17 @@ child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, i
 	umask(gs->umask);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		goto fail;
+	if (isolate_enter(gs->iso, gs->st->dir, view->path, view->fd, &f.step) < 0)
+		goto fail;
 	if (chdir(gs->cwd ? gs->cwd : "/") < 0)
 		goto fail;
 	environ = envp;
 	execvp(argv[0], argv);
 fail:
-	ec = errno;
-	if (write(fail, &ec, sizeof ec) < 0)
+	f.err = errno;
+	if (write(fail, &f, sizeof f) < 0)
 		_exit(126);
-	_exit(ec == ENOENT || ec == ENOTDIR ? 127 : 126);
-}
-
-static int
-open_capture(const char *path, struct ek_err *e)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, strerror(errno));
-	return fd;
+	_exit(f.err == ENOENT || f.err == ENOTDIR ? 127 : 126);
 }
 
 static int
@@ -191,39 +227,90 @@ contain_end(struct guest *g)
 		warn(g, "after the guest ended: %s", e.msg);
 }
 
-/* After fork: learn whether exec succeeded (the pipe closes on exec). */
+/* After fork: learn whether exec succeeded (the pipe closes on exec): 0,
+ * or the errno of what failed (*step: 0 exec, else an isolation step). */
 static int
-exec_result(int fd)
+exec_result(int fd, int *step)
 {
-	int ec = 0;
+	struct child_fail f = { 0, 0 };
 	ssize_t n;
 
 	do
-		n = read(fd, &ec, sizeof ec);
+		n = read(fd, &f, sizeof f);
 	while (n < 0 && errno == EINTR);
 	close(fd);
-	return n == (ssize_t)sizeof ec ? ec : 0;
+	*step = n == (ssize_t)sizeof f ? f.step : 0;
+	return n == (ssize_t)sizeof f ? f.err : 0;
+}
+
+/* The guest's view, as the child needs it, and the path of its limits
+ * file as the guest sees it. */
+static int
+open_view(const struct guest_spec *gs, struct child_view *v, char *limits, size_t n,
+    struct ek_err *e)
+{
+	char name[NAME_MAX + 8], lim[NAME_MAX + 16];
+
+	v->path[0] = '\0';
+	v->fd = -1;
+	snprintf(lim, sizeof lim, "out/%s.limits", gs->run_id);
+	if (state_path(gs->st, lim, limits, n) < 0 || isolate_view_name(gs->run_id, name, sizeof name) < 0 ||
+	    state_path(gs->st, name, v->path, sizeof v->path) < 0)
+		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
+	/* userns binds the view at <state>/out: the limits file keeps its path.
+	 * user reaches it through a descriptor of the view. */
+	if (gs->iso->mode == ISOLATE_USER) {
+		if ((v->fd = state_open_dir(gs->st, name, e)) < 0)
+			return errno == ENOENT ? ek_fail(e, EK_SOFTWARE, "no view directory '%s'", v->path) : -1;
+		snprintf(limits, n, "/proc/self/fd/%d/%s.limits", v->fd, gs->run_id);
+	}
+	return 0;
+}
+
+/* A capture file: a new file, never an existing one, never through a link. */
+static int
+open_capture(const struct guest_spec *gs, const char *name, struct ek_err *e)
+{
+	return state_open_file(gs->st, name, O_WRONLY | O_CREAT | O_EXCL, 0600, e);
+}
+
+/* The child could not enter its isolation and has exited: reap it (and
+ * its cgroup), fill e. */
+static void
+not_isolated(const struct guest_spec *gs, struct guest *g, int err, int step, struct ek_err *e)
+{
+	struct ek_err ignored;
+
+	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	contain_cgroup_kill(&g->cg, CONTAIN_WAIT_MS, &ignored);
+	ek_fail(e, EK_OSERR, "cannot isolate the guest (%s): %s: %s", isolate_mode_name(gs->iso->mode),
+	    isolate_step_name(step), strerror(err));
 }
 
 int
 guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 }, go[2] = { -1, -1 };
-	char **argv = build_argv(gs), **envp = build_env(gs);
+	char **argv = build_argv(gs), **envp = NULL, limits[PATH_MAX];
+	struct child_view view;
 	struct ek_err ignored;
+	int rc, step;
 
 	memset(g, 0, sizeof *g);
 	g->pid = -1;
 	g->out_pipe = g->err_pipe = g->pidfd = g->out_file = g->err_file = -1;
 	g->max_output = gs->max_output;
 	contain_init(&g->cg);
-	if (!argv || !envp) {
-		free_vec(argv, 0);
-		free_vec(envp, 1);
-		return ek_fail(e, EK_OSERR, "out of memory");
+	view.fd = -1;
+	if (open_view(gs, &view, limits, sizeof limits, e) < 0)
+		goto fail;
+	if (!argv || !(envp = build_env(gs, limits))) {
+		ek_fail(e, EK_OSERR, "out of memory");
+		goto fail;
 	}
-	g->out_file = open_capture(gs->out_path, e);
-	g->err_file = g->out_file < 0 ? -1 : open_capture(gs->err_path, e);
+	g->out_file = open_capture(gs, gs->out_name, e);
+	g->err_file = g->out_file < 0 ? -1 : open_capture(gs, gs->err_name, e);
 	if (g->err_file < 0)
 		goto fail;
 	contain_prepare(gs, g);
@@ -234,7 +321,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 		goto fail;
 	}
 	if (g->pid == 0)
-		child(gs, argv, envp, out[1], err[1], fail[1], go);
+		child(gs, argv, envp, out[1], err[1], fail[1], go, &view);
 	setpgid(g->pid, g->pid);   /* also in the parent: no race with kill(-pid) */
 	if (go[1] >= 0) {
 		contain_enter(g);
@@ -249,7 +336,13 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	g->pidfd = (int)syscall(SYS_pidfd_open, g->pid, 0);
 	free_vec(argv, 0);
 	free_vec(envp, 1);
-	return exec_result(fail[0]);
+	if (view.fd >= 0)
+		close(view.fd);
+	if ((rc = exec_result(fail[0], &step)) == 0 || step == 0)
+		return rc;
+	not_isolated(gs, g, rc, step, e);
+	guest_close(g);
+	return -1;
 fail:
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0) close(out[i]);
@@ -257,6 +350,8 @@ fail:
 		if (fail[i] >= 0) close(fail[i]);
 		if (go[i] >= 0) close(go[i]);
 	}
+	if (view.fd >= 0)
+		close(view.fd);
 	contain_cgroup_kill(&g->cg, CONTAIN_WAIT_MS, &ignored);   /* empty: just removed */
 	guest_close(g);
 	free_vec(argv, 0);
@@ -402,6 +497,8 @@ guest_close(struct guest *g)
 int
 guest_exit_code(const struct guest_end *end)
 {
+	if (end->why == GUEST_NOT_RUN)
+		return 126;
 	if (end->why == GUEST_EXEC_FAILED)
 		return end->exec_errno == ENOENT || end->exec_errno == ENOTDIR ? 127 : 126;
 	if (WIFSIGNALED(end->wait_status))

@@ -2,11 +2,18 @@
  * guest — spawn one guest program and supervise it to its end.
  *
  * The guest runs directly (program + args, no shell) in its own process
- * group, with a clean environment (EXEC_RUN_ID, EXEC_TXN_ID,
- * EXEC_STATE_DIR, EXEC_LIMITS_FILE, PATH, HOME, then the spec's env), stdin
- * from /dev/null, and stdout/stderr captured through pipes into files that
- * keep at most max_output bytes each.  guest_wait() ends it on timeout or
- * on request: SIGTERM to the group, SIGKILL after the grace period.
+ * group, with a clean environment that names only its own things
+ * (EXEC_RUN_ID, EXEC_TXN_ID, EXEC_LIMITS_FILE, PATH, HOME, then the spec's
+ * env: never the state directory), stdin from /dev/null, and stdout/stderr
+ * captured through pipes into files that keep at most max_output bytes
+ * each.  The capture files are new files of the state directory, opened
+ * before the fork (state_open_file: never through a link); the guest gets
+ * pipes, no path.  guest_wait() ends it on timeout or on request: SIGTERM to
+ * the group, SIGKILL after the grace period.
+ *
+ * Isolation (isolate.h): between fork and exec the child enters the
+ * isolation its spec names (always PR_SET_NO_NEW_PRIVS).  If it cannot,
+ * the guest does not run: guest_spawn() fails and says which step failed.
  *
  * Containment (contain.h): guest_spawn() makes the caller a child subreaper
  * and, where the caller's cgroup v2 directory is writable, starts the guest
@@ -28,17 +35,22 @@
 
 #include "contain.h"
 #include "err.h"
+#include "isolate.h"
+#include "state.h"
 
 struct guest_spec {
 	const char *program, *cwd;
 	json_t *args, *env;
-	const char *run_id, *txn_id, *state_dir, *limits_file;
-	const char *out_path, *err_path;
+	const char *run_id, *txn_id;
+	const struct state *st;          /* where its capture files and its view are */
+	const struct isolate *iso;       /* how it is kept out of the state directory */
+	const char *out_name, *err_name; /* its capture files: "out/RUN_ID.stdout", ... */
 	mode_t umask;
 	size_t max_output;
 };
 
-enum guest_why { GUEST_EXITED, GUEST_TIMEOUT, GUEST_STOPPED, GUEST_EXEC_FAILED };
+/* GUEST_NOT_RUN: the supervisor did not spawn it at all (not_run says why). */
+enum guest_why { GUEST_EXITED, GUEST_TIMEOUT, GUEST_STOPPED, GUEST_EXEC_FAILED, GUEST_NOT_RUN };
 
 struct guest {
 	pid_t pid;
@@ -55,12 +67,15 @@ struct guest_end {
 	int wait_status;      /* raw, from waitpid */
 	int exec_errno;       /* GUEST_EXEC_FAILED */
 	int stop_signal;      /* the signal that asked us to stop */
+	char not_run[1024];   /* GUEST_NOT_RUN */
 };
 
-/* Start the guest, contained: 0 started, >0 the errno of a failed exec
- * (the child still has to be reaped with guest_wait), -1 error (e filled).
- * The caller becomes a child subreaper.  g->warn says if the guest has no
- * cgroup of its own. */
+/* Start the guest, isolated and contained: 0 started, >0 the errno of a
+ * failed exec (the child still has to be reaped with guest_wait), -1 the
+ * guest did not run (e filled: a capture file could not be created, the
+ * isolation could not be entered, ...; nothing is left to reap).  The caller
+ * becomes a child subreaper.  g->warn says if the guest has no cgroup of
+ * its own. */
 int guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e);
 
 /* Supervise until the guest ends.  deadline (monotonic ms, 0 = none) is the

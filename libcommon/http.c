@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 #include "http.h"
@@ -65,6 +66,24 @@ on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
+/* Note the answer's Retry-After (seconds; an HTTP date counts as 1 s). */
+static size_t
+on_header(char *p, size_t size, size_t n, void *arg)
+{
+	static const char name[] = "retry-after:";
+	struct http_reply *r = arg;
+	size_t len = size * n;
+	long long s;
+	char *end;
+
+	if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
+		s = strtoll(p + sizeof name - 1, &end, 10);
+		r->retry_after_ms = end == p + sizeof name - 1 || s < 0 ? 1000 :
+		    s > 3600 ? 3600 * 1000LL : s * 1000;
+	}
+	return len;
+}
+
 static struct curl_slist *
 headers_for(const char *bearer, int has_body)
 {
@@ -100,6 +119,8 @@ set_options(CURL *c, const char *method, const char *url, const void *body, size
 	cu.setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	cu.setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	cu.setopt(c, CURLOPT_WRITEDATA, r);
+	cu.setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	cu.setopt(c, CURLOPT_HEADERDATA, r);
 	cu.setopt(c, CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
 	if (body) {
 		cu.setopt(c, CURLOPT_POSTFIELDS, body);
@@ -131,6 +152,7 @@ http_request(const char *method, const char *url, const char *bearer,
 	CURL *c;
 
 	memset(r, 0, sizeof *r);
+	r->retry_after_ms = -1;
 	if (load_curl(e) < 0)
 		return -1;
 	if (!(c = handle()))

@@ -17,7 +17,9 @@
 
 #include "cli.h"
 #include "inspect.h"
+#include "proc.h"
 #include "jsonout.h"
+#include "output.h"
 
 /* --- the guard ----------------------------------------------------------- */
 
@@ -71,10 +73,13 @@ int
 inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e)
 {
 	char path[PATH_MAX];
+	struct stat sb;
 	sqlite3 *h = NULL;
 	int rc;
 
-	if (snprintf(path, sizeof path, "%s/state.db", dir) >= (int)sizeof path || access(path, F_OK) < 0)
+	/* Anything but a regular file is left to state_open() to refuse. */
+	if (snprintf(path, sizeof path, "%s/state.db", dir) >= (int)sizeof path || lstat(path, &sb) < 0 ||
+	    !S_ISREG(sb.st_mode))
 		return 0;
 	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		sqlite3_close(h);
@@ -111,10 +116,10 @@ static int
 flock_until(const struct state *st, int op, int64_t deadline, struct ek_err *e)
 {
 	struct timespec tick = { 0, 10 * 1000000L };
-	int fd = open(st->dbpath, O_RDONLY | O_CLOEXEC);
+	int fd = state_open_file(st, "state.db", O_RDONLY, 0, e);
 
 	if (fd < 0)
-		return ek_fail(e, EK_IOERR, "'%s': %s", st->dbpath, strerror(errno));
+		return -1;
 	while (flock(fd, op | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK || mono_ms() >= deadline) {
 			close(fd);
@@ -135,30 +140,31 @@ inspect_hold(const struct state *st, int64_t deadline, struct ek_err *e)
 int
 inspect_quiesce(const struct state *st, int64_t deadline, struct ek_err *e)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], id[64];
 	int fd;
 
 	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) < 0)
 		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
-	    futimens(fd, NULL) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return ek_fail(e, EK_CANTCREAT, "'%s': %s", path, strerror(errno));
+	/* The marker names its writer (pid:start time): one left by a closer
+	 * that was interrupted or killed is stale once that process is gone. */
+	proc_self_id(id, sizeof id);
+	if ((fd = state_open_file(st, INSPECT_SHUTDOWN_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600, e)) < 0)
+		return -1;
+	if (write(fd, id, strlen(id)) < 0 || futimens(fd, NULL) < 0) {
+		ek_fail(e, EK_CANTCREAT, "'%s': %s", path, strerror(errno));
+		close(fd);
+		return -1;
 	}
 	close(fd);
 	if ((fd = flock_until(st, LOCK_EX, deadline, e)) < 0)
-		unlink(path);
+		state_unlink(st, INSPECT_SHUTDOWN_FILE);
 	return fd;
 }
 
 void
 inspect_unquiesce(const struct state *st, int fd)
 {
-	char path[PATH_MAX];
-
-	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) == 0)
-		unlink(path);
+	state_unlink(st, INSPECT_SHUTDOWN_FILE);
 	inspect_release(fd);
 }
 
@@ -310,6 +316,25 @@ lookup_snapshot(struct state *st, const char *sid, struct inspect_found *f,
 	return 0;
 }
 
+/* Does the shutdown marker's writer still run?  A marker without a writer's
+ * id (an older execkit's) counts as written by a live one. */
+static bool
+marker_writer_alive(const struct state *st)
+{
+	char id[64] = "";
+	ssize_t n;
+	int fd = state_open_file(st, INSPECT_SHUTDOWN_FILE, O_RDONLY, 0, NULL);
+
+	if (fd < 0)
+		return true;
+	n = read(fd, id, sizeof id - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	id[n] = '\0';
+	return proc_id_alive(id);
+}
+
 /* 0 unless the executor is shutting down (inspect.h): then EK_TEMPFAIL. */
 static int
 check_shutdown(const struct state *st, int64_t newest, struct ek_err *e)
@@ -320,11 +345,14 @@ check_shutdown(const struct state *st, int64_t newest, struct ek_err *e)
 
 	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) < 0)
 		return 0;
-	if (stat(path, &sb) < 0)
+	if (fstatat(st->dir_fd, INSPECT_SHUTDOWN_FILE, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return ek_fail(e, EK_IOERR, "'%s': %s", path, S_ISLNK(sb.st_mode) ?
+		    "it is a symbolic link (not followed)" : "not a regular file");
 	mtime = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
-	if (mtime < newest)
-		return 0;   /* left from before the newest session: stale */
+	if (mtime < newest || !marker_writer_alive(st))
+		return 0;   /* left from before the newest session, or by a dead closer: stale */
 	return ek_fail(e, EK_TEMPFAIL, "executor is shutting down ('%s' exists); try again "
 	    "once it runs again", path);
 }
@@ -658,6 +686,7 @@ inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *
 int
 inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 {
+	struct output_usage u;
 	int rc;
 
 	memset(f, 0, sizeof *f);
@@ -666,6 +695,10 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 	f->read_at_ms = now_ms();
 	rc = summary_read(st, &f->s, e);
 	end_read(st);
+	if (rc == 0 && (rc = output_usage(st, &u, e)) == 0) {
+		f->output_files = u.files;
+		f->output_bytes = u.bytes;
+	}
 	return rc;
 }
 
@@ -674,7 +707,8 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
  * label values (NULL: one series without labels); value() reads each.
  */
 enum fig { F_QUEUED, F_RUNNING, F_QUAR_QUEUED, F_QUAR_STARTED, F_UNKNOWN, F_DELIVERABLE,
-	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE };
+	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE, F_HB_ACKED, F_HB_PENDING,
+	F_OUT_FILES, F_OUT_BYTES };
 
 static const struct metric {
 	const char *name, *help, *label;
@@ -697,6 +731,13 @@ static const struct metric {
 	    "(since its result was chosen); 0 when none is retained.", NULL, { { NULL, F_AGE } } },
 	{ "execkit_receipts", "Receipts of acknowledged results kept until pruned.",
 	    NULL, { { NULL, F_RECEIPTS } } },
+	{ "execkit_runs_handed_back", "Runs never started here and handed back to the "
+	    "dispatcher on a clean stop, by whether it acknowledged them.", "state",
+	    { { "acknowledged", F_HB_ACKED }, { "pending", F_HB_PENDING } } },
+	{ "execkit_output_files", "Captured output files (stdout, stderr, notify) held in "
+	    "the state directory.", NULL, { { NULL, F_OUT_FILES } } },
+	{ "execkit_output_bytes", "Bytes of captured output held in the state directory.",
+	    NULL, { { NULL, F_OUT_BYTES } } },
 };
 
 static double
@@ -716,6 +757,10 @@ fig_value(const struct inspect_figures *f, enum fig which)
 	case F_REFUSED: return (double)s->refused;
 	case F_ATTEMPTS: return (double)f->s.attempts;
 	case F_RECEIPTS: return (double)s->receipts;
+	case F_HB_ACKED: return (double)s->handed_back;
+	case F_HB_PENDING: return (double)s->handing_back;
+	case F_OUT_FILES: return (double)f->output_files;
+	case F_OUT_BYTES: return (double)f->output_bytes;
 	case F_AGE:
 		age = s->oldest_unreconciled_ms ? f->read_at_ms - s->oldest_unreconciled_ms : 0;
 		return age > 0 ? (double)age / 1000.0 : 0.0;

@@ -135,6 +135,7 @@ int inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_e
 struct inspect_figures {
 	struct summary s;
 	int64_t read_at_ms;     /* wall clock of the snapshot */
+	int64_t output_files, output_bytes;   /* captured output held in out/ */
 };
 
 /* Read the figures in one read transaction.  0 or -1. */

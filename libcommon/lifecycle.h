@@ -22,8 +22,9 @@
  * Transitions and the function that performs each:
  *
  *   from        to          function               commit point name
- *   (none)      queued      run_accept()            accept-before-commit / accept-after-commit
- *   queued      started     run_mark_started()      start-marker
+ *   (none)      queued      acceptor_add()          accept-before-commit / accept-after-commit
+ *                                                   (exec-accept: once per chunk of runs)
+ *   queued      started     run_mark_started()      start-marker (shares joined in the same commit)
  *   started     started     run_set_guest()         after-spawn
  *   started     result      result_choose()         result-chosen / retained
  *   queued      result      result_choose()         (cancel before start)
@@ -34,6 +35,19 @@
  *   result      receipt     settle_round()          acked-before-release / after-release
  *   result      refused     settle_round()          refusal-before-evidence
  *   run row     deleted     run_delete()            after-report
+ *   refused/orphaned  gone  evidence_export()       export-chunk (after each chunk: its rows
+ *                                                   are in the synced file, then deleted)
+ *   receipt     gone        receipts_prune()        prune-chunk (after each chunk)
+ *   session     current     session_begin()         session-negotiated (before: the dispatcher's
+ *                                                   session, not yet stored here)
+ *   binding     adopted     session_adopt()         adopted-there (before: adopted at the
+ *                                                   dispatcher, not yet here)
+ *   capacity    changed     shares_set_capacity()   shares-changed (after the commit, before
+ *                                                   the limits files are rewritten)
+ *   queued      handed back handback_mark()         handback-marked (marked: never starts here;
+ *                                                   the dispatcher not asked yet)
+ *   handed back acknowledged handback_settle()      handback-acked (before: the dispatcher
+ *                                                   re-queued it, not yet recorded here)
  *   queued/started  marked  run_cancel()            cancel-marked
  *   started     unknown     run_cancel()            cancel-marked (supervisor gone)
  *
@@ -48,6 +62,11 @@
  *   5.  A result is committed (synchronous=FULL) before its first attempt.
  *   6.  Every attempt sends results.body unchanged.
  *   7.  Only the session that accepted a run may start it or report it.
+ *   8.  Lock contention only delays the commit of a chosen result: the
+ *       supervisor (exec-run finish()) waits for the write lock as long as
+ *       it takes (db_wait), so a held lock never makes a run unknown.  No
+ *       writer holds the lock while it waits on input, and long writers
+ *       commit in chunks.
  */
 #ifndef EK_LIFECYCLE_H
 #define EK_LIFECYCLE_H

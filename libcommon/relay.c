@@ -11,7 +11,7 @@
 static int
 item_ok(json_t *item)
 {
-	return client_id_field(item, "inspection_id", RELAY_ID_MAX) &&
+	return client_shaped_field(item, "inspection_id", "insp-", 16) &&
 	    json_is_string(json_object_get(item, "run_id")) &&
 	    json_is_string(json_object_get(item, "session_id"));
 }

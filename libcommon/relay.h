@@ -21,11 +21,10 @@
 #include "err.h"
 
 #define RELAY_MAX 32            /* inspections fetched at once */
-#define RELAY_ID_MAX 64         /* bytes of an inspection id */
 
 /* The inspections waiting for session s, oldest first, at most RELAY_MAX:
- * *list is an array of objects whose inspection_id (1..RELAY_ID_MAX bytes
- * of [A-Za-z0-9._:-]), run_id and session_id are strings — the run id and
+ * *list is an array of objects whose inspection_id (insp- and 16 hex
+ * digits, doc/protocol.md), run_id and session_id are strings — the run id and
  * session id exactly as the client sent them, for the lookup to judge.
  * 0, or -1 (a malformed list is EK_PROTOCOL). */
 int relay_fetch(const struct session *s, const char *cred, int64_t timeout_ms,

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "proc.h"
 #include "runs.h"
+#include "shares.h"
 
 #define ARG_MAX_COUNT 1024
 #define ARG_MAX_BYTES 32768
@@ -443,12 +444,13 @@ run_free(struct run *r)
 }
 
 int
-run_mark_started(struct state *st, const char *run_id, const struct binding *b,
-    pid_t sup_pid, int64_t sup_start, struct ek_err *e)
+run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+    struct ek_err *e)
 {
 	char marker[96];
 	sqlite3_stmt *q;
 	int64_t now = now_ms();
+	int changes;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
@@ -456,20 +458,28 @@ run_mark_started(struct state *st, const char *run_id, const struct binding *b,
 	    "sup_pid = ?3, sup_start = ?4 WHERE run_id = ?5 AND state = 'queued' AND cancel_at IS NULL "
 	    "AND incarnation = ?6 AND session_id = ?7 AND EXISTS (SELECT 1 FROM sessions "
 	    "WHERE status = 'current' AND incarnation = ?6 AND session_id = ?7) "
-	    "AND NOT EXISTS (SELECT 1 FROM results WHERE run_id = ?5)", e);
-	if (!q) {
-		db_rollback(&st->db);
-		return -1;
-	}
+	    "AND NOT EXISTS (SELECT 1 FROM results WHERE run_id = ?5) "
+	    "AND NOT EXISTS (SELECT 1 FROM handbacks WHERE run_id = ?5)", e);
+	if (!q)
+		goto fail;
 	snprintf(marker, sizeof marker, "%d:%lld@%lld", (int)sup_pid, (long long)sup_start, (long long)now);
 	db_bind_i64(q, 1, now);
 	db_bind_text(q, 2, marker);
 	db_bind_i64(q, 3, sup_pid);
 	db_bind_i64(q, 4, sup_start);
-	db_bind_text(q, 5, run_id);
-	db_bind_text(q, 6, b->incarnation);
-	db_bind_text(q, 7, b->session_id);
-	return db_commit_stmt(&st->db, q, e);
+	db_bind_text(q, 5, r->run_id);
+	db_bind_text(q, 6, r->b.incarnation);
+	db_bind_text(q, 7, r->b.session_id);
+	if (db_exec_stmt(&st->db, q, e) < 0)
+		goto fail;
+	/* The shares it will run under join in the same commit: a started run
+	 * is always a member, and only the supervisor that started it joins. */
+	if ((changes = sqlite3_changes(st->db.h)) > 0 && shares_join_in(st, r->run_id, r->policy, e) < 0)
+		goto fail;
+	return db_commit(&st->db, e) < 0 ? -1 : changes;
+fail:
+	db_rollback(&st->db);
+	return -1;
 }
 
 int
@@ -516,6 +526,7 @@ run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id FROM runs WHERE incarnation = ?1 "
 	    "AND session_id = ?2 AND state = 'queued' AND due_at <= ?3 AND cancel_at IS NULL "
+	    "AND NOT EXISTS (SELECT 1 FROM handbacks h WHERE h.run_id = runs.run_id) "
 	    "ORDER BY due_at, rowid LIMIT ?4", e);
 	int rc;
 
@@ -528,6 +539,24 @@ run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		if (fn((const char *)sqlite3_column_text(q, 0), arg) != 0)
 			break;
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+run_count_queued(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM runs WHERE incarnation = ?1 "
+	    "AND session_id = ?2 AND state = 'queued' AND NOT EXISTS "
+	    "(SELECT 1 FROM handbacks h WHERE h.run_id = runs.run_id)", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		*n = sqlite3_column_int64(q, 0);
 	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;
 }

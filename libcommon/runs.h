@@ -69,10 +69,12 @@ struct run {
 int run_load(struct state *st, const char *run_id, struct run *r, struct ek_err *e);
 void run_free(struct run *r);
 
-/* queued → started for run_id under b, only if b is current and the run is
- * not cancelled: 1 done, 0 not startable.  The start-marker commit point. */
-int run_mark_started(struct state *st, const char *run_id, const struct binding *b,
-    pid_t sup_pid, int64_t sup_start, struct ek_err *e);
+/* queued → started for r under its binding, only if that binding is
+ * current and the run is not cancelled, with r's share memberships joined
+ * in the same transaction: 1 done, 0 not startable, -1 error (nothing
+ * changed).  The start-marker commit point. */
+int run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+    struct ek_err *e);
 
 /* Record the guest's pid (commit point after-spawn). */
 int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e);
@@ -83,6 +85,9 @@ int run_delete(struct state *st, const char *run_id, struct ek_err *e);
 /* Due queued runs of b, oldest first, up to limit: fn(run_id) per row. */
 int run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
     int (*fn)(const char *run_id, void *), void *arg, struct ek_err *e);
+
+/* Runs of b queued here and still startable (not handed back). */
+int run_count_queued(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e);
 
 /* Runs of b in state started whose supervisor is alive. */
 int run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e);

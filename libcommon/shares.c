@@ -21,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "crash.h"
+#include "isolate.h"
 #include "shares.h"
 
 extern char **environ;
@@ -367,39 +369,31 @@ pubs_build(const struct state *st, const struct rows *r, size_t *npubs)
 	return p;
 }
 
-/* Fill why with "what 'path': the errno message"; return -1. */
+/* Rewrite run_id's limits file with body, atomically (state.h), and its
+ * copy in the guest's view where it has one (isolate.h): readable by
+ * whoever may search the view directory.  0, or -1 (e filled). */
 static int
-sys_fail(char *why, size_t n, const char *what, const char *path)
+write_limits(const struct state *st, const char *run_id, const char *body, struct ek_err *e)
 {
-	snprintf(why, n, "%s '%.300s': %s", what, path, strerror(errno));
-	return -1;
-}
+	char name[NAME_MAX + 16], out[PATH_MAX];
+	struct stat sb;
+	int fd, rc;
 
-/* Write path atomically: a 0600 temporary file, fsync, rename. */
-static int
-write_atomic(const char *path, const char *body, char *why, size_t whyn)
-{
-	char tmp[PATH_MAX + 8];
-	size_t len = strlen(body), off = 0;
-	ssize_t w;
-	int fd, rc = 0;
-
-	if (!path[0] || snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-		snprintf(why, whyn, "path too long");
+	if (snprintf(name, sizeof name, "%s.limits", run_id) >= (int)sizeof name ||
+	    state_path(st, "out", out, sizeof out) < 0)
+		return ek_fail(e, EK_SOFTWARE, "path too long");
+	if (st->out_fd < 0)
+		return ek_fail(e, EK_CANTCREAT, "no directory '%s'", out);
+	if (state_write_atomic_at(st->out_fd, out, name, body, 0600, e) < 0)
 		return -1;
-	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
-		return sys_fail(why, whyn, "open", tmp);
-	while (off < len && (w = write(fd, body + off, len - off)) > 0)
-		off += (size_t)w;
-	if (off < len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
-		rc = sys_fail(why, whyn, "write", tmp);
-	if (close(fd) < 0 && rc == 0)
-		rc = sys_fail(why, whyn, "close", tmp);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = sys_fail(why, whyn, "rename to", path);
-	if (rc < 0)
-		unlink(tmp);
+	if (isolate_view_name(run_id, out, sizeof out) < 0)
+		return ek_fail(e, EK_SOFTWARE, "path too long");
+	if ((fd = state_open_dir(st, out, e)) < 0)
+		return errno == ENOENT ? 0 : -1;
+	rc = fstat(fd, &sb);
+	if (rc == 0 && state_path(st, out, out, sizeof out) == 0)
+		rc = state_write_atomic_at(fd, out, name, body, sb.st_mode & 0011 ? 0644 : 0600, e);
+	close(fd);
 	return rc;
 }
 
@@ -412,10 +406,10 @@ lock_limits(struct state *st, struct ek_err *e)
 	char path[PATH_MAX];
 	int fd;
 
-	if (state_path(st, "out/limits.lock", path, sizeof path) < 0)
-		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
-		return ek_fail(e, EK_CANTCREAT, "open '%s': %s", path, strerror(errno));
+	state_path(st, "out/limits.lock", path, sizeof path);
+	/* Only locked, never written: read-only is enough for flock. */
+	if ((fd = state_open_file(st, "out/limits.lock", O_RDONLY | O_CREAT, 0600, e)) < 0)
+		return -1;
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if ((errno != EWOULDBLOCK && errno != EINTR) || mono_ms() >= until) {
 			int err = errno;
@@ -431,30 +425,36 @@ lock_limits(struct state *st, struct ek_err *e)
 /* --- hooks ---------------------------------------------------------------------- */
 
 /* Start p's hook: program run_id limits_file, no shell, its own process
- * group, output to out/RUN_ID.notify.  0, or an errno. */
+ * group, output to out/RUN_ID.notify (opened here, never through a link).
+ * The hook is named by the run's policy, so by whoever submitted the run:
+ * its environment names its own things only, never the state directory.
+ * 0, or -1 (why filled). */
 static int
-hook_spawn(struct state *st, struct pub *p)
+hook_spawn(struct state *st, struct pub *p, char *why, size_t whyn)
 {
 	char *argv[] = { (char *)p->notify, (char *)p->run_id, p->path, NULL };
-	char log[PATH_MAX], name[RUN_ID_MAX + 16], *env[5] = { NULL };
+	char name[RUN_ID_MAX + 16], *env[4] = { NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	int rc;
+	struct ek_err e = { 0 };
+	int rc, log;
 
 	snprintf(name, sizeof name, "out/%s.notify", p->run_id);
-	if (state_path(st, name, log, sizeof log) < 0)
-		return ENAMETOOLONG;
+	if ((log = state_open_file(st, name, O_WRONLY | O_CREAT | O_TRUNC, 0600, &e)) < 0) {
+		snprintf(why, whyn, "%.500s", e.msg);
+		return -1;
+	}
 	if (asprintf(&env[0], "PATH=%s", HOOK_PATH) < 0 || asprintf(&env[1], "EXEC_RUN_ID=%s", p->run_id) < 0 ||
-	    asprintf(&env[2], "EXEC_LIMITS_FILE=%s", p->path) < 0 || asprintf(&env[3], "EXEC_STATE_DIR=%s", st->dir) < 0)
+	    asprintf(&env[2], "EXEC_LIMITS_FILE=%s", p->path) < 0)
 		rc = ENOMEM;
 	else {
 		sigemptyset(&none);
 		sigfillset(&all);
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		posix_spawn_file_actions_adddup2(&fa, log, 1);
+		posix_spawn_file_actions_adddup2(&fa, log, 2);
 		posix_spawnattr_init(&at);
 		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 		posix_spawnattr_setpgroup(&at, 0);
@@ -464,9 +464,12 @@ hook_spawn(struct state *st, struct pub *p)
 		posix_spawn_file_actions_destroy(&fa);
 		posix_spawnattr_destroy(&at);
 	}
+	close(log);
 	for (int i = 0; env[i]; i++)
 		free(env[i]);
-	return rc;
+	if (rc)
+		snprintf(why, whyn, "cannot execute '%s': %s", p->notify, strerror(rc));
+	return rc ? -1 : 0;
 }
 
 /* Reap p's hook if it ended: 1 ended (note updated), 0 still running. */
@@ -499,15 +502,15 @@ hooks_run(struct state *st, struct pub *pubs, size_t n, const char *skip, struct
 	struct timespec tick = { 0, 2 * 1000000L };
 	int64_t until = mono_ms() + SHARES_HOOK_MS;
 	size_t i, running = 0;
-	int err;
+	char why[512];
 
 	for (i = 0; i < n; i++) {
 		if (!pubs[i].notify || (skip && strcmp(pubs[i].run_id, skip) == 0))
 			continue;
 		if (pubs[i].notify[0] != '/')
 			note_fail(note, pubs[i].run_id, "notify", "'%s' is not an absolute path", pubs[i].notify);
-		else if ((err = hook_spawn(st, &pubs[i])) != 0)
-			note_fail(note, pubs[i].run_id, "notify", "cannot execute '%s': %s", pubs[i].notify, strerror(err));
+		else if (hook_spawn(st, &pubs[i], why, sizeof why) < 0)
+			note_fail(note, pubs[i].run_id, "notify", "%s", why);
 		else
 			running++;
 	}
@@ -548,21 +551,23 @@ publish_collect(struct state *st, enum sel sel, const char *self, const char *di
 
 /* Write every pub's limits file; -1 only if self's failed (e filled). */
 static int
-publish_files(struct pub *pubs, size_t n, const char *self, struct shares_note *note,
-    struct ek_err *e)
+publish_files(const struct state *st, struct pub *pubs, size_t n, const char *self,
+    struct shares_note *note, struct ek_err *e)
 {
-	char why[512];
+	struct ek_err w = { 0 };
+	const char *why;
 	size_t i;
 	int rc = 0;
 
 	for (i = 0; i < n; i++) {
 		if (!pubs[i].body)
-			snprintf(why, sizeof why, "out of memory");
-		else if (write_atomic(pubs[i].path, pubs[i].body, why, sizeof why) == 0) {
+			why = "out of memory";
+		else if (write_limits(st, pubs[i].run_id, pubs[i].body, &w) == 0) {
 			if (note)
 				note->rewritten++;
 			continue;
-		}
+		} else
+			why = w.msg;
 		note_fail(note, pubs[i].run_id, "limits", "%s", why);
 		if (self && strcmp(pubs[i].run_id, self) == 0)
 			rc = ek_fail(e, EK_IOERR, "limits file of run '%s': %s", self, why);
@@ -579,7 +584,7 @@ publish(struct state *st, json_t *dims, const char *self, bool leaving, struct s
 {
 	struct rows r = { 0 };
 	struct pub *pubs = NULL;
-	char *dimtext = json_dumps(dims, JSON_COMPACT), path[PATH_MAX];
+	char *dimtext = json_dumps(dims, JSON_COMPACT), path[PATH_MAX], name[RUN_ID_MAX + 16];
 	size_t n = 0, i;
 	int lock, rc = -1;
 
@@ -590,9 +595,10 @@ publish(struct state *st, json_t *dims, const char *self, bool leaving, struct s
 	/* A capacity change (no self) touches every member of its dimension. */
 	if (publish_collect(st, self ? SEL_JOINED : SEL_AFFECTED, self, dimtext, &r, e) == 0 &&
 	    ((pubs = pubs_build(st, &r, &n)) || !ek_fail(e, EK_OSERR, "out of memory")))
-		rc = publish_files(pubs, n, leaving ? NULL : self, note, e);
+		rc = publish_files(st, pubs, n, leaving ? NULL : self, note, e);
 	if (rc == 0 && leaving && shares_limits_path(st, self, path, sizeof path) == 0 &&
-	    unlink(path) < 0 && errno != ENOENT)
+	    snprintf(name, sizeof name, "out/%s.limits", self) < (int)sizeof name &&
+	    state_unlink(st, name) < 0)
 		note_fail(note, self, "limits", "unlink '%s': %s", path, strerror(errno));
 	close(lock);   /* hooks run outside the lock: a slow hook delays no publisher */
 	if (pubs)
@@ -635,30 +641,61 @@ insert_members(struct state *st, const char *run_id, json_t *dims, int64_t weigh
 	return rc < 0 ? -1 : 0;
 }
 
+/* The dimensions policy names for run_id, checked; NULL with e filled. */
+static json_t *
+join_dims(const char *run_id, json_t *policy, struct ek_err *e)
+{
+	json_t *dims = NULL;
+
+	if (!run_id_valid(run_id))
+		ek_fail(e, EK_USAGE, "'%.200s' is not a valid run id", run_id);
+	else if (policy && !json_is_object(policy))
+		ek_fail(e, EK_DATAERR, "run '%s': policy is not an object", run_id);
+	else if (!(dims = dims_of(policy)))
+		ek_fail(e, EK_DATAERR, "run '%s': policy.destinations holds an invalid name", run_id);
+	return dims;
+}
+
+int
+shares_join_in(struct state *st, const char *run_id, json_t *policy, struct ek_err *e)
+{
+	json_t *dims = join_dims(run_id, policy, e);
+	int rc;
+
+	if (!dims)
+		return -1;
+	rc = insert_members(st, run_id, dims, weight_of(policy), e);
+	json_decref(dims);
+	return rc;
+}
+
+int
+shares_publish_joined(struct state *st, const char *run_id, json_t *policy, int flags,
+    struct shares_note *note, struct ek_err *e)
+{
+	json_t *dims = join_dims(run_id, policy, e);
+	int rc;
+
+	if (!dims)
+		return -1;
+	rc = flags & SHARES_NO_PUBLISH ? 0 : publish(st, dims, run_id, false, note, e);
+	json_decref(dims);
+	return rc;
+}
+
 int
 shares_join(struct state *st, const char *run_id, json_t *policy, int flags,
     struct shares_note *note, struct ek_err *e)
 {
-	json_t *dims;
-	int rc;
-
-	if (!run_id_valid(run_id))
-		return ek_fail(e, EK_USAGE, "'%.200s' is not a valid run id", run_id);
-	if (policy && !json_is_object(policy))
-		return ek_fail(e, EK_DATAERR, "run '%s': policy is not an object", run_id);
-	if (!(dims = dims_of(policy)))
-		return ek_fail(e, EK_DATAERR, "run '%s': policy.destinations holds an invalid name", run_id);
-	rc = db_begin_write(&st->db, e);
-	if (rc == 0 && insert_members(st, run_id, dims, weight_of(policy), e) < 0) {
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	if (shares_join_in(st, run_id, policy, e) < 0) {
 		db_rollback(&st->db);
-		rc = -1;
-	} else if (rc == 0) {
-		rc = db_commit(&st->db, e);
+		return -1;
 	}
-	if (rc == 0 && !(flags & SHARES_NO_PUBLISH))
-		rc = publish(st, dims, run_id, false, note, e);
-	json_decref(dims);
-	return rc;
+	if (db_commit(&st->db, e) < 0)
+		return -1;
+	return shares_publish_joined(st, run_id, policy, flags, note, e);
 }
 
 /* The dimensions of run_id, then its memberships deleted (caller's write). */

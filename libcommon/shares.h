@@ -86,6 +86,14 @@ bool share_dimension_valid(const char *dimension);
 int shares_join(struct state *st, const char *run_id, json_t *policy, int flags,
     struct shares_note *note, struct ek_err *e);
 
+/* shares_join in two halves, so a caller can join in its own write
+ * transaction: the memberships (in the caller's write; 0 or -1), then,
+ * after the commit, the publication (the run's own limits file: -1 if it
+ * could not be written). */
+int shares_join_in(struct state *st, const char *run_id, json_t *policy, struct ek_err *e);
+int shares_publish_joined(struct state *st, const char *run_id, json_t *policy, int flags,
+    struct shares_note *note, struct ek_err *e);
+
 /* Leave every dimension in one write transaction, publish the remaining
  * members of those dimensions and remove the run's limits file.  A run
  * that is not a member: nothing to do, 0. */

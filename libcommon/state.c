@@ -1,6 +1,7 @@
 /* state — see state.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -23,16 +24,26 @@ state_path(const struct state *st, const char *name, char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
-/* Refuse anything but a directory of ours that nobody else can reach. */
+/* Refuse anything but a directory of ours that nobody else can reach, and
+ * keep it open: every file in it is opened relative to this descriptor. */
 static int
-check_dir(const char *dir, struct ek_err *e)
+check_dir(struct state *st, const char *dir, struct ek_err *e)
 {
 	struct stat sb;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (stat(dir, &sb) < 0)
-		return ek_fail(e, EK_NOINPUT, "state directory '%s': %s", dir, strerror(errno));
-	if (!S_ISDIR(sb.st_mode))
+	if (fd < 0 && errno == ELOOP)
+		return ek_fail(e, EK_NOSESSION, "state directory '%s': it is a symbolic link (not "
+		    "followed): name the directory itself", dir);
+	if (fd < 0 && errno == ENOTDIR)
 		return ek_fail(e, EK_CANTCREAT, "state directory '%s': not a directory", dir);
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		ek_fail(e, EK_NOINPUT, "state directory '%s': %s", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	st->dir_fd = fd;
 	if (sb.st_uid != geteuid())
 		return ek_fail(e, EK_NOSESSION, "state directory '%s': owned by uid %u, not by us (uid %u)",
 		    dir, (unsigned)sb.st_uid, (unsigned)geteuid());
@@ -63,24 +74,193 @@ make_dir(const char *dir, struct ek_err *e)
 	return 0;
 }
 
+/* state.db must be a regular file of mode 0600 (a symbolic link is
+ * refused, not followed), and so must its -wal and -shm where they exist. */
 static int
-check_db_file(const char *path, bool create, struct ek_err *e)
+check_db_file(const struct state *st, bool create, struct ek_err *e)
 {
+	static const char *const side[] = { "state.db-wal", "state.db-shm" };
+	char path[PATH_MAX];
 	struct stat sb;
+	size_t i;
 
-	if (lstat(path, &sb) < 0) {
+	if (fstatat(st->dir_fd, "state.db", &sb, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT && create)
 			return 0;
 		if (errno == ENOENT)
 			return ek_fail(e, EK_NOINPUT, "'%s' does not exist: not a state directory "
-			    "(create one with 'exec-session open')", path);
-		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+			    "(create one with 'exec-session open')", st->dbpath);
+		return ek_fail(e, EK_IOERR, "'%s': %s", st->dbpath, strerror(errno));
 	}
+	if (S_ISLNK(sb.st_mode))
+		return ek_fail(e, EK_DATAERR, "'%s': it is a symbolic link (not followed)", st->dbpath);
 	if (!S_ISREG(sb.st_mode))
-		return ek_fail(e, EK_DATAERR, "'%s': not a regular file", path);
+		return ek_fail(e, EK_DATAERR, "'%s': not a regular file", st->dbpath);
 	if (sb.st_mode & 077)
 		return ek_fail(e, EK_NOSESSION, "'%s': mode %04o lets others in; run 'chmod 600 %s'",
-		    path, (unsigned)(sb.st_mode & 07777), path);
+		    st->dbpath, (unsigned)(sb.st_mode & 07777), st->dbpath);
+	for (i = 0; i < sizeof side / sizeof side[0]; i++)
+		if (fstatat(st->dir_fd, side[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(sb.st_mode) &&
+		    state_path(st, side[i], path, sizeof path) == 0)
+			return ek_fail(e, EK_DATAERR, "'%s': %s", path, S_ISLNK(sb.st_mode) ?
+			    "it is a symbolic link (not followed)" : "not a regular file");
+	return 0;
+}
+
+/* Open out/ (making it with STATE_CREATE): a directory of ours, never a
+ * link.  A state without out/ opens; what needs it fails then. */
+static int
+open_out(struct state *st, bool create, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	if (state_path(st, "out", path, sizeof path) < 0)
+		return ek_fail(e, EK_USAGE, "state directory '%s': path too long", st->dir);
+	if (create && mkdirat(st->dir_fd, "out", 0700) < 0 && errno != EEXIST)
+		return ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, strerror(errno));
+	st->out_fd = openat(st->dir_fd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (st->out_fd < 0 && errno == ENOENT && !create)
+		return 0;
+	if (st->out_fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return ek_fail(e, EK_DATAERR, "'%s': %s", path, errno == ELOOP ?
+		    "it is a symbolic link (not followed)" : "not a directory");
+	if (st->out_fd < 0 || fstat(st->out_fd, &sb) < 0)
+		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	if (sb.st_uid != geteuid())
+		return ek_fail(e, EK_NOSESSION, "'%s': owned by uid %u, not by us (uid %u)", path,
+		    (unsigned)sb.st_uid, (unsigned)geteuid());
+	return 0;
+}
+
+/* --- files in the state directory ------------------------------------------------- */
+
+/* The directory descriptor NAME lives in, and its base name; -1 (errno). */
+static int
+locate(const struct state *st, const char *name, const char **base)
+{
+	int fd = st->dir_fd;
+
+	if (strncmp(name, "out/", 4) == 0) {
+		fd = st->out_fd;
+		name += 4;
+	}
+	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (fd < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	*base = name;
+	return fd;
+}
+
+int
+state_open_file(const struct state *st, const char *name, int flags, mode_t mode,
+    struct ek_err *e)
+{
+	bool fresh = (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+	int code = flags & O_CREAT ? EK_CANTCREAT : EK_IOERR;
+	const char *verb = flags & O_CREAT ? "create" : "open";
+	char path[PATH_MAX];
+	const char *base = NULL, *why = NULL;
+	struct stat sb;
+	int dirfd = locate(st, name, &base), fd;
+
+	if (state_path(st, name, path, sizeof path) < 0)
+		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
+	if (dirfd < 0)
+		return ek_fail(e, code, "cannot %s '%s': %s", verb, path, strerror(errno));
+	fd = openat(dirfd, base, (fresh ? flags : flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0) {
+		why = strerror(errno);
+		if ((errno == ELOOP || errno == EEXIST) && fstatat(dirfd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(sb.st_mode))
+			why = "it is a symbolic link (not followed)";
+		return ek_fail(e, code, "cannot %s '%s': %s", verb, path, why);
+	}
+	if (fresh)
+		return fd;
+	if (fstat(fd, &sb) < 0)
+		why = strerror(errno);
+	else if (!S_ISREG(sb.st_mode))
+		why = "not a regular file";
+	else if (sb.st_uid != geteuid())
+		why = "not ours";
+	else if (sb.st_nlink != 1 && (flags & O_ACCMODE) != O_RDONLY)
+		why = "it has more than one link (a hard link to another file?)";
+	else if ((flags & O_TRUNC) && ftruncate(fd, 0) < 0)
+		why = strerror(errno);
+	if (!why)
+		return fd;
+	close(fd);
+	return ek_fail(e, code, "cannot %s '%s': %s", verb, path, why);
+}
+
+int
+state_open_dir(const struct state *st, const char *name, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	const char *base = NULL;
+	int dirfd = locate(st, name, &base), fd, err;
+
+	fd = dirfd < 0 ? -1 : openat(dirfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 || errno == ENOENT)
+		return fd;
+	err = errno;
+	if (state_path(st, name, path, sizeof path) < 0)
+		snprintf(path, sizeof path, "%s", name);
+	ek_fail(e, EK_IOERR, "cannot open '%s': %s", path, err == ELOOP ?
+	    "it is a symbolic link (not followed)" : strerror(err));
+	errno = err;
+	return -1;
+}
+
+int
+state_unlink(const struct state *st, const char *name)
+{
+	const char *base = NULL;
+	int dirfd = locate(st, name, &base);
+
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	return unlinkat(dirfd, base, 0) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
+    mode_t mode, struct ek_err *e)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fd, err = 0;
+	size_t len = strlen(body), off = 0;
+	char tmp[NAME_MAX + 1];
+	ssize_t w;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", base) >= (int)sizeof tmp)
+		return ek_fail(e, EK_SOFTWARE, "'%s/%s': name too long", dirpath, base);
+	/* A temporary file a crashed writer left (or anything planted under its
+	 * name) is removed, never written through. */
+	if ((fd = openat(dirfd, tmp, flags, mode)) < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = openat(dirfd, tmp, flags, mode);
+	if (fd < 0)
+		return ek_fail(e, EK_CANTCREAT, "open '%s/%s': %s", dirpath, tmp, strerror(errno));
+	while (off < len && (w = write(fd, body + off, len - off)) > 0)
+		off += (size_t)w;
+	if (off < len || write(fd, "\n", 1) != 1 || fchmod(fd, mode) < 0 || fsync(fd) < 0)
+		err = errno ? errno : EIO;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		return ek_fail(e, EK_IOERR, "write '%s/%s': %s", dirpath, tmp, strerror(err));
+	}
+	if (renameat(dirfd, tmp, dirfd, base) < 0) {
+		err = errno;
+		unlinkat(dirfd, tmp, 0);
+		return ek_fail(e, EK_IOERR, "rename to '%s/%s': %s", dirpath, base, strerror(err));
+	}
 	return 0;
 }
 
@@ -217,31 +397,32 @@ int
 state_open(struct state *st, const char *dir, int flags, struct ek_err *e)
 {
 	bool create = flags & STATE_CREATE;
-	char out[PATH_MAX];
 
 	memset(st, 0, sizeof *st);
+	st->dir_fd = st->out_fd = -1;
 	st->umask_orig = umask(077);
 	if (snprintf(st->dir, sizeof st->dir, "%s", dir) >= (int)sizeof st->dir ||
 	    state_path(st, "state.db", st->dbpath, sizeof st->dbpath) < 0)
 		return ek_fail(e, EK_USAGE, "state directory '%s': path too long", dir);
 	if (create && access(dir, F_OK) < 0 && make_dir(dir, e) < 0)
 		return -1;
-	if (check_dir(dir, e) < 0 || check_db_file(st->dbpath, create, e) < 0)
-		return -1;
-	if (open_db(st, create, e) < 0) {
-		db_close(&st->db);
-		return -1;
-	}
-	if (create && (state_path(st, "out", out, sizeof out) < 0 ||
-	    (mkdir(out, 0700) < 0 && errno != EEXIST))) {
-		state_close(st);
-		return ek_fail(e, EK_CANTCREAT, "cannot create '%s/out': %s", dir, strerror(errno));
-	}
+	if (check_dir(st, dir, e) < 0 || check_db_file(st, create, e) < 0 || open_out(st, create, e) < 0)
+		goto fail;
+	if (open_db(st, create, e) < 0)
+		goto fail;
 	return 0;
+fail:
+	state_close(st);
+	return -1;
 }
 
 void
 state_close(struct state *st)
 {
 	db_close(&st->db);
+	if (st->out_fd >= 0)
+		close(st->out_fd);
+	if (st->dir_fd >= 0)
+		close(st->dir_fd);
+	st->out_fd = st->dir_fd = -1;
 }

@@ -6,6 +6,16 @@
  * others may read or write, a file that is not an execkit database, a
  * damaged database (reported, never repaired by deleting rows) and state
  * written by another package version (EK_VERSION, naming both versions).
+ *
+ * No file in the state directory is opened through a symbolic link (SPEC
+ * 3, doc/security.md): the directory and its out/ are opened once, without
+ * following a link, and every file in them is opened relative to those
+ * descriptors with O_NOFOLLOW.  A new file is created with O_EXCL; an
+ * existing one is used only when it is a regular file of ours with a single
+ * link when it is written to, so neither a planted symbolic link nor a
+ * hard link to state.db can turn a write into a write to another file.  A file that is replaced
+ * whole is written to a new temporary file and renamed over the old name:
+ * a rename replaces a planted link, it never writes through it.
  */
 #ifndef EK_STATE_H
 #define EK_STATE_H
@@ -27,13 +37,41 @@ struct state {
 	struct db db;
 	char executor_id[40];
 	mode_t umask_orig;   /* the caller's umask, restored for guests */
+	int dir_fd;          /* the state directory, opened without following a link */
+	int out_fd;          /* its out/, or -1 if it has none */
 };
 
 /* Open (and with STATE_CREATE, create) the state directory dir. */
 int state_open(struct state *st, const char *dir, int flags, struct ek_err *e);
 void state_close(struct state *st);
 
-/* path = dir/name; -1 if it does not fit. */
+/* path = dir/name; -1 if it does not fit.  For messages and for what a
+ * child process is told: open files with state_open_file(). */
 int state_path(const struct state *st, const char *name, char *buf, size_t n);
+
+/* Open NAME ("FILE" in the state directory, or "out/FILE") with flags as
+ * for open(2), never through a symbolic link; close-on-exec.  O_CREAT with
+ * O_EXCL makes a new file; otherwise an existing file must be a regular
+ * file of ours, opened for writing only if it has one link (so never
+ * through a hard link to another file), and O_TRUNC truncates it only once
+ * that is checked.  The descriptor, or -1 (e names the file and the cause:
+ * EK_CANTCREAT with O_CREAT, else EK_IOERR). */
+int state_open_file(const struct state *st, const char *name, int flags, mode_t mode,
+    struct ek_err *e);
+
+/* Open directory NAME ("out/DIR") for openat(), never through a link:
+ * the descriptor, or -1 (errno set; e filled unless errno is ENOENT). */
+int state_open_dir(const struct state *st, const char *name, struct ek_err *e);
+
+/* Remove NAME (as for state_open_file) itself, never what a link names:
+ * 0 (also when it did not exist), or -1 (errno set). */
+int state_unlink(const struct state *st, const char *name);
+
+/* Replace file BASE in directory DIRFD (DIRPATH names it in messages) with
+ * BODY and a newline, atomically: a new temporary file BASE.tmp (O_EXCL:
+ * one a crashed writer left is removed first), fsync, rename over BASE.
+ * 0, or -1 (e filled). */
+int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
+    mode_t mode, struct ek_err *e);
 
 #endif

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "handback.h"
 #include "summary.h"
 
 /* Runs and deliverable results are counted per binding first, through
@@ -58,13 +59,16 @@ summary_read(struct state *st, struct summary *s, struct ek_err *e)
 		s->quarantined = s->quarantined_queued + s->quarantined_started;
 	}
 	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	if (rc < 0 || handback_counts(st, &s->handed_back, &s->handing_back, e) < 0)
+		return -1;
+	return 0;
 }
 
 json_t *
 summary_json(const struct summary *s)
 {
-	return json_pack("{s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, "
+	    "s:{s:I, s:I}}",
 	    "queued", (json_int_t)s->queued, "running", (json_int_t)s->started,
 	    "quarantined", "total", (json_int_t)s->quarantined,
 	    "queued", (json_int_t)s->quarantined_queued, "started", (json_int_t)s->quarantined_started,
@@ -73,5 +77,7 @@ summary_json(const struct summary *s)
 	    "deliverable", (json_int_t)s->deliverable, "earlier_session", (json_int_t)s->earlier_session,
 	    "refused", (json_int_t)s->refused,
 	    "receipts", (json_int_t)s->receipts,
-	    "oldest_unreconciled_ms", (json_int_t)s->oldest_unreconciled_ms);
+	    "oldest_unreconciled_ms", (json_int_t)s->oldest_unreconciled_ms,
+	    "handed_back", "acknowledged", (json_int_t)s->handed_back,
+	    "pending", (json_int_t)s->handing_back);
 }

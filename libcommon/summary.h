@@ -18,6 +18,7 @@ struct summary {
 	int64_t deliverable, earlier_session, refused;   /* retained results */
 	int64_t attempts;                    /* spent on the retained results */
 	int64_t receipts;
+	int64_t handed_back, handing_back;   /* acknowledged, and marked only (handback.h) */
 	int64_t oldest_unreconciled_ms;      /* chosen_at of the oldest retained, 0 if none */
 };
 

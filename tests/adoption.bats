@@ -61,7 +61,7 @@ adopted_by() {
 	# adopted results are no longer orphaned: not listed so, not exported as evidence
 	[ -z "$(exec-inspect list orphaned --ids)" ]
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence"
-	assert_output "exported 0 results"
+	assert_output --regexp "^exported 0 results, removed [0-9]+ output files$"
 	# the invariant checker counts them as deliverable: not drained yet
 	run "$SRC/tests/drills/check-invariants" --drained "$EXEC_STATE_DIR" "$DISP_URL"
 	assert_failure
@@ -133,6 +133,19 @@ adopted_by() {
 	[ "$status" -eq "$EK_PROTOCOL" ]
 	assert_output --partial "foreign_session"
 	[ "$(sql "SELECT count(*) FROM adoptions")" = 0 ]   # nothing recorded here either
+}
+
+@test "a revoked session is never adopted: the dispatcher refuses, nothing is recorded, nothing is sent" {
+	retain_then_reopen
+	admin POST "/admin/sessions/$S1/revoke" >/dev/null
+	run exec-session adopt "$S1"
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	assert_output --partial "revoked"
+	[ "$(sql "SELECT count(*) FROM adoptions")" = 0 ]
+	[ "$(adopted_by "$S1")" = null ]
+	run post_report a1 "$(credential "$S2")"
+	assert_output 401
+	[ "$(disp_charges a1)" = 0 ]
 }
 
 @test "an adoption gives authority only while its adopter is current; a newer session adopts again" {

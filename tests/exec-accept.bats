@@ -279,6 +279,33 @@ big_spec() {
 	[ "$(sql "SELECT count(*) FROM accepts")" = 3 ]
 }
 
+@test "--prefetch: the feed is asked only for what the queue here lacks" {
+	open_session
+	admin POST /admin/runs "{\"runs\":[$(for i in 1 2 3 4 5 6 7 8 9; do spec "p$i"; done | paste -sd, -)]}" >/dev/null
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
+	assert_success
+	[ "$(sql "SELECT count(*) FROM runs WHERE state = 'queued'")" = 4 ]
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
+	assert_success
+	[ -z "$output" ]                                # the queue is full: nothing asked
+	[ "$(sql "SELECT count(*) FROM runs")" = 4 ]
+	[ "$(disp_field p5 state)" = '"queued"' ]       # still the dispatcher's to give
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 6 --max 1
+	[ "$(sql "SELECT count(*) FROM runs")" = 5 ]    # --max bounds it too
+	run exec-accept --prefetch 4 </dev/null
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "runs from stdin under a session whose lease ran out are refused (75), nothing accepted" {
+	stop_dispatcher
+	start_dispatcher --lease-ms 1                   # lapsed before the next process starts
+	open_session
+	run --separate-stderr exec-accept <<<"$(spec l1)"
+	[ "$status" -eq "$EK_TEMPFAIL" ] || fail "status $status: $stderr"
+	[[ $stderr == *"lease"*"ran out"*"nothing was accepted"* ]] || fail "$stderr"
+	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
+}
+
 @test "--from-dispatcher against a dispatcher that is down accepts nothing" {
 	open_session
 	admin POST /admin/runs "$(spec d1)" >/dev/null

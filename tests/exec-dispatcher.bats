@@ -147,7 +147,15 @@ take() {
 	[[ $code == 200 ]]
 }
 
+# default_dispatcher: a dispatcher with the binary's own defaults (the
+# shared start_dispatcher may set a longer lease).
+default_dispatcher() {
+	stop_dispatcher
+	disp_start "$BATS_TEST_TMPDIR" --quiet
+}
+
 @test "negotiation answers the protocol's identities" {
+	default_dispatcher
 	negotiate
 	[[ $SID =~ ^ses-[0-9a-f]{16}$ ]]
 	[[ $INC =~ ^inc-[0-9a-f]{16}$ ]]
@@ -162,6 +170,7 @@ take() {
 }
 
 @test "heartbeat extends a current session; bad credential and unknown session refused" {
+	default_dispatcher
 	negotiate
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 && $(field status) == current && $(num lease_ms) == 30000 ]]
@@ -568,15 +577,422 @@ take() {
 	[[ $(field incarnation) == inc-00000000000000ab ]]
 }
 
-@test "the request log never shows the credential" {
+@test "the request log never shows the credential nor a client token; the store keeps their hashes" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/l"
 	disp_start "$BATS_TEST_TMPDIR/l"
 	negotiate
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 ]]
+	api POST /admin/clients '{"name":"log"}'
+	[[ $code == 201 ]]
+	local token
+	token=$(field token)
+	[[ $token =~ ^[0-9a-f]{64}$ ]]
+	api POST /v1/inspections "{\"run_id\":\"r1\",\"session_id\":\"$SID\"}" "$token"
+	[[ $code == 202 ]]
+	api GET "/v1/inspections/$(field inspection_id)?wait_ms=0" "" "$token"
+	[[ $code == 200 ]]
+	api POST /v1/inspections "{\"run_id\":\"r1\",\"session_id\":\"$SID\"}" "${token}0"
+	[[ $code == 401 ]]
 	disp_stop
 	grep -q "listening on 127.0.0.1:" "$BATS_TEST_TMPDIR/l/disp.log"
 	grep -q "POST /v1/sessions/$SID/heartbeat 200" "$BATS_TEST_TMPDIR/l/disp.log"
+	grep -q "POST /v1/inspections 202" "$BATS_TEST_TMPDIR/l/disp.log"
+	grep -q "POST /v1/inspections 401" "$BATS_TEST_TMPDIR/l/disp.log"
 	run ! grep -q "$CRED" "$BATS_TEST_TMPDIR/l/disp.log"
+	run ! grep -q "$token" "$BATS_TEST_TMPDIR/l/disp.log"
+	# only the SHA-256 of either is stored
+	run ! grep -qa -e "$CRED" -e "$token" "$BATS_TEST_TMPDIR/l"/disp.db*
+	[[ $(sqlite3 "$BATS_TEST_TMPDIR/l/disp.db" "SELECT token_sha256 FROM clients") == \
+		"$(printf %s "$token" | sha256sum | cut -d' ' -f1)" ]]
+}
+
+@test "the gate: past --max-inflight a result gets 429 with Retry-After, a heartbeat never; stats count it" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/g"
+	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 7
+	negotiate
+	take r1 r2
+	# one report held in flight, so the gate is full
+	api POST /admin/faults '{"kind":"hang","delay_ms":3600000,"count":1}'
+	result_body r1 >"$BATS_TEST_TMPDIR/res1"
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results" 2>/dev/null &
+	local bg=$!
+	wait_until 'api GET /admin/stats; [[ $(num in_flight) -ge 2 ]]'   # the held one + this read
+	run curl -sS --noproxy '*' --max-time "$WAIT_S" -i -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r2)" "$DISP_URL/v1/results"
+	assert_output --partial "HTTP/1.1 429"
+	assert_output --regexp "Retry-After: 7"
+	assert_output --partial '"error":"overloaded"'
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]                                      # never refused for load
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\"}"
+	[[ $code == 201 ]]                                      # nor a negotiation
+	api GET /admin/stats
+	[[ $(num gated_429) == 1 && $(num max_inflight) == 1 ]]
+	api GET /admin/runs/r2
+	[[ $(field state) == offered ]]                         # not handled
+	kill "$bg" 2>/dev/null || true
+	wait "$bg" || true
+}
+
+@test "a 503 or 429 fault with delay_ms carries Retry-After" {
+	negotiate
+	take r1
+	api POST /admin/faults '{"kind":"429","delay_ms":2500}'
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	run curl -sS --noproxy '*' --max-time "$WAIT_S" -i -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r1)" "$DISP_URL/v1/results"
+	assert_output --partial "HTTP/1.1 429"
+	assert_output --partial "Retry-After: 3"
+}
+
+# --- work conservation: hand-back, settlement, abandonment ---------------------
+
+# jget JSON PATH: one value out of a JSON text, read by SQLite's JSON functions.
+jget() {
+	sqlite3 :memory: "SELECT json_extract('${1//\'/\'\'}', '$2')"
+}
+
+# accept RUN_IDS...: receipt the runs as accepted by SID.
+accept() {
+	local r list=
+	for r in "$@"; do list+="${list:+,}{\"run_id\":\"$r\",\"receipt\":\"x-$r\",\"outcome\":\"accepted\"}"; done
+	api POST "/v1/sessions/$SID/receipts" "{\"receipts\":[$list]}" "$CRED"
+	[[ $code == 200 && $(num recorded) == "$#" ]]
+}
+
+# handback RUN_IDS...: SID hands the runs back; sets $code and $body.
+handback() {
+	local r list=
+	for r in "$@"; do list+="${list:+,}\"$r\""; done
+	api POST "/v1/sessions/$SID/handback" "{\"runs\":[$list]}" "$CRED"
+}
+
+# as_of RUN_ID: the new run RUN_ID was re-queued as, in a hand-back answer.
+as_of() {
+	sqlite3 :memory: "SELECT json_extract(value, '$.as') FROM json_each('$body', '$.requeued')
+		WHERE json_extract(value, '$.run_id') = '$1'"
+}
+
+# state_of RUN_ID: the dispatcher's record of the run in $body, its state
+# in $STATE.
+state_of() {
+	api GET "/admin/runs/$1"
+	[[ $code == 200 ]]
+	STATE=$(jget "$body" '$.state')
+}
+
+# summary_of PATH: one count of GET /admin/summary ($.runs.abandoned, ...).
+summary_of() {
+	api GET /admin/summary
+	jget "$body" "$1"
+}
+
+@test "hand-back: each run accepted or offered and never started is re-queued as a new run of its transaction, once" {
+	negotiate
+	take r1 r2 r3 r4
+	accept r1 r2 r3                                   # r4 stays offered
+	api POST /v1/results "$(result_body r3)" "$CRED"
+	[[ $code == 200 ]]
+	handback r1 r4 r3 nope r1
+	[[ $code == 200 ]]
+	[[ $(jget "$body" '$.handed_back') == '["r1","r4"]' ]]
+	[[ $(jget "$body" '$.not_handed_back') == '[{"run_id":"r3","why":"finished"},{"run_id":"nope","why":"unknown_run"}]' ]]
+	local n1 n4
+	n1=$(as_of r1) n4=$(as_of r4)
+	[[ $n1 =~ ^rq-[0-9a-f]{16}$ && $n4 =~ ^rq-[0-9a-f]{16}$ && $n1 != "$n4" ]]
+	# linked both ways; the new run: the same spec and transaction, a new id, queued
+	state_of r1
+	[[ $STATE == handed_back ]]
+	[[ $(jget "$body" '$.requeued_as') == "$n1" && $(jget "$body" '$.settled') == handback ]]
+	[[ $(jget "$body" '$.spec.txn_id') == t-r1 ]]
+	state_of "$n1"
+	[[ $STATE == queued ]]
+	[[ $(jget "$body" '$.requeued_from') == r1 && $(jget "$body" '$.settled') == "" ]]
+	[[ $(jget "$body" '$.spec') == "{\"args\":[],\"program\":\"/bin/true\",\"run_id\":\"$n1\",\"txn_id\":\"t-r1\"}" ]]
+	state_of r4
+	[[ $STATE == handed_back ]]
+	state_of r2
+	[[ $STATE == accepted ]]
+	# idempotent: the same answer, the same new run, nothing else changes
+	api GET /admin/summary
+	local before=$body
+	handback r4 r1
+	[[ $code == 200 && $(jget "$body" '$.handed_back') == '["r4","r1"]' ]]
+	[[ $(as_of r1) == "$n1" && $(as_of r4) == "$n4" && $(jget "$body" '$.not_handed_back') == '[]' ]]
+	api GET /admin/summary
+	[[ $body == "$before" ]]
+	[[ $(jget "$body" '$.runs.handed_back') == 2 && $(jget "$body" '$.runs.queued') == 2 ]]
+	[[ $(jget "$body" '$.settled.handback') == 2 ]]
+	# a late receipt changes nothing
+	api POST "/v1/sessions/$SID/receipts" '{"receipts":[{"run_id":"r4","receipt":"x","outcome":"accepted"}]}' "$CRED"
+	[[ $code == 200 && $(num recorded) == 0 ]]
+	state_of r4
+	[[ $STATE == handed_back ]]
+	# a result for a handed-back run is refused (409 conflict: the executor's refusal) and charged never
+	api POST /v1/results "$(result_body r1)" "$CRED"
+	[[ $code == 409 && $(field error) == conflict && $(field state) == handed_back && $(field requeued_as) == "$n1" ]]
+	state_of r1
+	[[ $STATE == handed_back && $(jget "$body" '$.ledger') == '[]' ]]
+	# the new runs go to any executor: here another one's session takes them
+	local a_sid=$SID a_cred=$CRED
+	negotiate "$XID2"
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	[[ $code == 200 && $(jget "$body" '$.runs[0].run_id') == "$n1" && $(jget "$body" '$.runs[0].txn_id') == t-r1 ]]
+	[[ $(jget "$body" '$.runs[1].run_id') == "$n4" && $(jget "$body" '$.runs[1].txn_id') == t-r4 ]]
+	[[ $(jget "$body" '$.runs[2]') == "" ]]
+	accept "$n1"
+	# the handing session's feed never hands the originals again (r4 was offered to it)
+	api GET "/v1/sessions/$a_sid/work" "" "$a_cred"
+	[[ $code == 200 && $body == '{"runs":[]}' ]]
+	# another session's runs are not its to hand back, either way
+	handback r2
+	[[ $code == 200 && $(jget "$body" '$.not_handed_back') == '[{"run_id":"r2","why":"not_yours"}]' ]]
+	[[ $(jget "$body" '$.handed_back') == '[]' ]]
+	SID=$a_sid CRED=$a_cred
+	handback "$n1"
+	[[ $code == 200 && $(jget "$body" '$.not_handed_back[0].why') == not_yours ]]
+	state_of "$n1"
+	[[ $STATE == accepted ]]
+	state_of r2
+	[[ $STATE == accepted ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 1 ]]
+}
+
+@test "hand-back: a malformed body is 400, a session over is 410, and nothing is handed back" {
+	negotiate
+	take r1
+	accept r1
+	local bad
+	for bad in '{"runs":"r1"}' '{"runs":[1]}' '{"runs":["a b"]}' '{"runs":["r1"],"more":1}' '[]' '{"run'; do
+		api POST "/v1/sessions/$SID/handback" "$bad" "$CRED"
+		[[ $code == 400 && $(field error) == invalid ]]
+	done
+	api POST "/v1/sessions/$SID/handback" "{\"runs\":[$(printf '"r%d",' $(seq 1 1000))\"r1\"]}" "$CRED"
+	[[ $code == 400 && $(field error) == invalid ]]
+	api POST "/v1/sessions/$SID/handback" '{"runs":["r1"]}' "${CRED:0:63}x"
+	[[ $code == 401 ]]
+	state_of r1
+	[[ $STATE == accepted ]]
+	api DELETE "/v1/sessions/$SID" "" "$CRED"
+	handback r1
+	[[ $code == 410 && $(field status) == closed ]]
+	state_of r1
+	[[ $STATE == accepted ]]
+}
+
+# settle_setup N: a dispatcher that settles at once; session S1 of XID
+# accepts a1..aN, then the same executor negotiates again (S2, current:
+# SID/CRED) and heartbeats.  Sets S1 and INSP_<run> for each pending
+# inspection of S2.
+settle_setup() {
+	stop_dispatcher
+	start_dispatcher --settle-after-ms 0
+	negotiate
+	S1=$SID
+	local i ids=()
+	for ((i = 1; i <= $1; i++)); do ids+=("a$i"); done
+	take "${ids[@]}"
+	accept "${ids[@]}"
+	negotiate
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num inspections_pending) == "$1" ]]
+	api GET "/v1/sessions/$SID/inspections" "" "$CRED"
+	[[ $code == 200 ]]
+	local id run
+	while IFS='|' read -r id run; do
+		printf -v "INSP_$run" '%s' "$id"
+	done < <(sqlite3 :memory: "SELECT json_extract(value, '$.inspection_id'), json_extract(value, '$.run_id')
+		FROM json_each('$body', '$.inspections')")
+}
+
+# found RUN_ID STARTED: the FOUND answer of this executor about RUN_ID,
+# accepted under S1.
+found() {
+	printf '{"outcome":"FOUND","run_id":"%s","incarnation":"%s","session_id":"%s","txn_id":"t-%s","started":%s,"start_marker":null,"due_at":0,"state":"queued"}' \
+		"$1" "$INC" "$S1" "$1" "$2"
+}
+
+# reply RUN_ID ANSWER: S2 answers the inspection about RUN_ID.
+reply() {
+	local insp="INSP_$1"
+	api POST "/v1/sessions/$SID/inspections/${!insp}" "$2" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+}
+
+@test "settlement: an ended session's runs are asked about through its executor's current session, and settled on the answer only" {
+	settle_setup 6
+	# the dispatcher's own inspections, listed like a client's; no client reads them
+	api POST /admin/clients '{"name":"c"}'
+	local token
+	token=$(field token)
+	api GET "/v1/inspections/$INSP_a1" "" "$token"
+	[[ $code == 404 && $(field error) == unknown_inspection ]]
+	state_of a1
+	[[ $STATE == accepted && $(jget "$body" '$.asks[0].session_id') == "$SID" ]]
+	reply a1 "$(found a1 false)"
+	reply a2 "$(found a2 true)"
+	reply a3 '{"outcome":"ABSENT","run_id":"a3"}'
+	local t0=$SECONDS
+	reply a4 '{"outcome":"ERROR","reason":"executor is shutting down","exit_code":75}'
+	reply a5 '{"outcome":"FILTERED","run_id":"a5"}'
+	reply a6 "$(found a6 false | sed "s/$S1/$SID/")"     # not the binding that accepted it
+	# nothing is asked again at once (unless this machine took the 5 s the
+	# dispatcher waits after an answer that decided nothing)
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]
+	((SECONDS - t0 >= 4)) || [[ $(num inspections_pending) == 0 ]]
+	# never started there: re-queued as a new run of the same transaction
+	state_of a1
+	[[ $STATE == requeued && $(jget "$body" '$.settled') == inspection_not_started ]]
+	local n1 n3
+	n1=$(jget "$body" '$.requeued_as')
+	[[ $n1 =~ ^rq-[0-9a-f]{16}$ ]]
+	state_of "$n1"
+	[[ $STATE == queued && $(jget "$body" '$.requeued_from') == a1 ]]
+	[[ $(jget "$body" '$.spec.txn_id') == t-a1 ]]
+	# absent there: the acceptance never committed; re-queued
+	state_of a3
+	[[ $STATE == requeued && $(jget "$body" '$.settled') == inspection_absent ]]
+	n3=$(jget "$body" '$.requeued_as')
+	state_of "$n3"
+	[[ $STATE == queued && $(jget "$body" '$.spec.txn_id') == t-a3 ]]
+	# started there: it stays that executor's, and is not asked about again
+	state_of a2
+	[[ $STATE == accepted && $(jget "$body" '$.settled') == inspection_started ]]
+	# an ERROR, a FILTERED, or a FOUND of another binding decides nothing
+	for r in a4 a5 a6; do
+		state_of "$r"
+		[[ $STATE == accepted && $(jget "$body" '$.settled') == "" ]]
+	done
+	api GET /admin/summary
+	[[ $(jget "$body" '$.runs.requeued') == 2 && $(jget "$body" '$.runs.queued') == 2 && $(jget "$body" '$.runs.accepted') == 4 ]]
+	[[ $(jget "$body" '$.settled.inspection_not_started') == 1 && $(jget "$body" '$.settled.inspection_absent') == 1 ]]
+	[[ $(jget "$body" '$.settled.inspection_started') == 1 ]]
+	# ... and is asked again later
+	wait_until 'api GET "/v1/sessions/$SID/inspections" "" "$CRED"; [[ $body == *"\"run_id\":\"a4\""* && $body == *"\"run_id\":\"a5\""* && $body == *"\"run_id\":\"a6\""* ]]'
+	[[ $body != *'"run_id":"a1"'* && $body != *'"run_id":"a2"'* && $body != *'"run_id":"a3"'* ]]
+	for r in a1 a2 a3; do
+		state_of "$r"
+		[[ $(jget "$body" '$.asks[1]') == "" ]]      # asked once
+	done
+	state_of a4
+	[[ $STATE == accepted && $(jget "$body" '$.asks[1].status') == pending && $(jget "$body" '$.asks[0].outcome') == ERROR ]]
+	# the re-queued originals are never charged; the started one's result comes through adoption
+	api POST "/v1/sessions/$SID/adoptions" "{\"session_id\":\"$S1\"}" "$CRED"
+	[[ $code == 200 ]]
+	local s2=$SID
+	SID=$S1
+	api POST /v1/results "$(result_body a1)" "$CRED"
+	[[ $code == 409 && $(field error) == conflict && $(field state) == requeued && $(field requeued_as) == "$n1" ]]
+	api POST /v1/results "$(result_body a2)" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+	api GET /admin/summary
+	[[ $(num ledger_total) == 1 ]]
+	# the new runs go out through the feed
+	SID=$s2
+	api GET "/v1/sessions/$SID/work" "" "$CRED"
+	[[ $(jget "$body" '$.runs[0].run_id') == "$n1" && $(jget "$body" '$.runs[1].run_id') == "$n3" ]]
+}
+
+@test "settlement: a session that ended without answering leaves the question to the executor's next session" {
+	settle_setup 1
+	local first=$INSP_a1 s2=$SID c2=$CRED
+	# another executor's session is never asked about this one's runs
+	negotiate "$XID2"
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num inspections_pending) == 0 ]]
+	SID=$s2 CRED=$c2
+	negotiate                                          # S2 ends, unanswered
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num inspections_pending) == 1 ]]
+	api GET "/v1/sessions/$SID/inspections" "" "$CRED"
+	INSP_a1=$(jget "$body" '$.inspections[0].inspection_id')
+	[[ $(jget "$body" '$.inspections[0].run_id') == a1 && $INSP_a1 != "$first" ]]
+	reply a1 '{"outcome":"ABSENT","run_id":"a1"}'
+	state_of a1
+	[[ $STATE == requeued ]]
+}
+
+@test "settlement waits --settle-after-ms after the session's end, so the executor adopts first" {
+	negotiate                                          # the default: 30000 ms
+	take a1
+	accept a1
+	negotiate
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num inspections_pending) == 0 ]]
+	run "$DISP_BIN" --settle-after-ms -1
+	[[ $status -eq 64 ]]
+	run "$DISP_BIN" --abandon-after-ms 0
+	[[ $status -eq 64 ]]
+}
+
+@test "abandonment: runs no answer settled --abandon-after-ms after their session ended are abandoned, never re-run" {
+	stop_dispatcher
+	start_dispatcher --settle-after-ms 0
+	negotiate
+	S1=$SID
+	take b1 b2
+	accept b1 b2
+	negotiate "$XID2"                                  # an executor that never comes back
+	take c1
+	accept c1
+	api DELETE "/v1/sessions/$SID" "" "$CRED"
+	negotiate                                          # b1, b2: asked through this session
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $(num inspections_pending) == 2 ]]
+	api GET "/v1/sessions/$SID/inspections" "" "$CRED"
+	INSP_b1=$(jget "$body" '$.inspections[0].inspection_id')
+	INSP_b2=$(jget "$body" '$.inspections[1].inspection_id')
+	reply b1 "$(found b1 true)"                        # settled: it stays
+	# the same store, a dispatcher that gives up at once
+	stop_dispatcher
+	start_dispatcher --settle-after-ms 0 --abandon-after-ms 1
+	wait_until '[[ $(summary_of "$.runs.abandoned") == 2 ]]'
+	[[ $(summary_of '$.settled.abandoned') == 2 && $(summary_of '$.runs.queued') == 0 ]]
+	state_of b2
+	[[ $STATE == abandoned && $(jget "$body" '$.settled') == abandoned && $(jget "$body" '$.requeued_as') == "" ]]
+	state_of c1
+	[[ $STATE == abandoned ]]
+	state_of b1
+	[[ $STATE == accepted && $(jget "$body" '$.settled') == inspection_started ]]
+	# a late answer changes nothing; a late result is refused
+	reply b2 '{"outcome":"ABSENT","run_id":"b2"}'
+	state_of b2
+	[[ $STATE == abandoned && $(summary_of '$.runs.queued') == 0 ]]
+	api POST "/v1/sessions/$SID/adoptions" "{\"session_id\":\"$S1\"}" "$CRED"
+	[[ $code == 200 ]]
+	SID=$S1
+	api POST /v1/results "$(result_body b2)" "$CRED"
+	[[ $code == 409 && $(field error) == conflict && $(field state) == abandoned ]]
+	api POST /v1/results "$(result_body b1)" "$CRED"
+	[[ $code == 200 && $(field status) == recorded ]]
+}
+
+@test "adoption: a revoked session is never adopted; closed, expired and replaced ones are" {
+	local verb old
+	for verb in revoke expire replace close; do
+		negotiate
+		old=$SID
+		if [[ $verb == close ]]; then
+			api DELETE "/v1/sessions/$SID" "" "$CRED"
+		else
+			api POST "/admin/sessions/$SID/$verb"
+		fi
+		[[ $code == 200 ]]
+		negotiate
+		api POST "/v1/sessions/$SID/adoptions" "{\"session_id\":\"$old\"}" "$CRED"
+		if [[ $verb == revoke ]]; then
+			[[ $code == 409 && $(field error) == revoked ]]
+		else
+			[[ $code == 200 && $(field status) == adopted ]]
+		fi
+	done
+	api GET /admin/sessions
+	[[ $(jget "$body" '$.sessions[0].adopted_by') == "" ]]
 }

@@ -74,3 +74,41 @@ start_loop() {
 	run exec-loop --dispatcher http://x --slots many
 	[ "$status" -eq "$EK_USAGE" ]
 }
+
+# catches_term PID: PID has its TERM handler installed (SigCgt bit 15).
+catches_term() {
+	local mask
+	mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$mask" ] && (((16#$mask >> 14) & 1))
+}
+
+# exited PID: PID has ended (a zombie waiting for us counts).
+exited() {
+	local st
+	st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+@test "TERM or HUP at any moment stops the loop cleanly, every time (${LOOP_STOPS:-200} stops)" {
+	start_dispatcher
+	admin POST /admin/runs "$(for i in $(seq 1 20); do spec "t$i"; done | paste -sd, - | sed 's/^/{"runs":[/; s/$/]}/')" >/dev/null
+	local i n=${LOOP_STOPS:-200} pid rc sig err=$BATS_TEST_TMPDIR/stop.err
+	for ((i = 1; i <= n; i++)); do
+		sig=TERM
+		((i % 2)) || sig=HUP
+		exec-loop --dispatcher "$DISP_URL" --tick 0.01 --slots 2 2>"$err" 3>&- &
+		pid=$!
+		wait_until "catches_term $pid || exited $pid"
+		sleep "$(printf '0.%03d' $((RANDOM % 200)))"   # a random moment of its life
+		kill -s "$sig" "$pid"
+		wait_until "exited $pid" || { kill -KILL "$pid"; fail "stop $i ($sig) was lost: $(cat "$err")"; }
+		rc=0
+		wait "$pid" || rc=$?
+		[ "$rc" -eq 0 ] || fail "stop $i ($sig): exit $rc: $(cat "$err")"
+		run grep -E "unexpected EOF|trap:" "$err"
+		[ "$status" -ne 0 ] || fail "stop $i ($sig): $output"
+	done
+	# every stop closed its session (with work flowing while it stopped)
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'closed'")" = "$n" ]
+}

@@ -191,7 +191,7 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 	exec-run start --wait >/dev/null            # u1 is refused: unknown_run
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl"
 	assert_success
-	assert_output "exported 11 results"
+	assert_output --regexp "^exported 11 results, removed [0-9]+ output files$"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/evidence.jsonl")" = 11 ]
 	[ "$(stat -c %a "$BATS_TEST_TMPDIR/evidence.jsonl")" = 600 ]
 	grep -q '"run_id":"u1".*"refused":true,"refused_cause":"unknown_run".*"body":"{' "$BATS_TEST_TMPDIR/evidence.jsonl"
@@ -210,7 +210,7 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE receipts SET acked_at = acked_at - 40 * 86400000 WHERE run_id = 'p1'"
 	run exec-reconcile --prune-receipts 30d
 	assert_success
-	assert_output "pruned 1 receipts"
+	assert_output --regexp "^pruned 1 receipts, removed [0-9]+ output files$"
 	[ "$(sql "SELECT run_id FROM receipts")" = p2 ]
 	run exec-reconcile --prune-receipts soon
 	[ "$status" -eq "$EK_USAGE" ]
@@ -297,4 +297,97 @@ CONF
 	assert_success
 	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
 	kill "$PROXY_PID"
+}
+
+@test "a 429 with Retry-After ends the pass at once; nothing of the session is sent before that time; heartbeats go on" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	local before reports
+	before=$(sql "SELECT sum(attempts) FROM results")
+	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
+	fault 429 10 3600000                          # Retry-After: an hour
+	run exec-reconcile --budget-ms "$WAIT_MS"
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --partial "Retry-After"
+	# exactly one attempt was made: the pass stopped, the others were not counted
+	[ "$(sql "SELECT sum(attempts) FROM results")" = $((before + 1)) ]
+	[ "$(sql "SELECT retry_after_at > strftime('%s','now') * 1000 + 3500000 FROM sessions WHERE status = 'current'")" = 1 ]
+	admin DELETE /admin/faults >/dev/null
+	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
+	# no pass, no exec-report sends anything before the time
+	run exec-reconcile --drain --budget-ms "$WAIT_MS"
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --partial "asked to wait"
+	run exec-report d1
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]
+	[ "$(sql "SELECT sum(attempts) FROM results")" = $((before + 1)) ]
+	run exec-session heartbeat                     # never held back
+	assert_success
+}
+
+@test "after a short Retry-After every result is delivered once" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	fault 5xx 1 1000                                 # a 503 with Retry-After: 1 s
+	run exec-reconcile --budget-ms "$WAIT_MS"
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	wait_until 'exec-reconcile --drain --budget-ms "$WAIT_MS" >/dev/null 2>&1'
+	local i
+	for i in 1 2 3 4 5; do [ "$(disp_charges "d$i")" = 1 ]; done
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+}
+
+@test "a run's output goes with its receipt (prune) and with its evidence (export), never before" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec o1 /bin/echo '["hello"]')"
+	exec-run start --wait >/dev/null
+	[ "$(cat "$EXEC_STATE_DIR/out/o1.stdout")" = hello ]
+	run exec-reconcile --prune-receipts 1h            # the receipt is young: kept, and so is the output
+	assert_output "pruned 0 receipts, removed 0 output files"
+	[ -e "$EXEC_STATE_DIR/out/o1.stdout" ]
+	run exec-inspect summary --json
+	assert_output --regexp '"output":\{"files":2,"bytes":6\}'
+	run exec-reconcile --prune-receipts 0s
+	assert_output "pruned 1 receipts, removed 2 output files"
+	[ ! -e "$EXEC_STATE_DIR/out/o1.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/o1.stderr" ]
+	# a refused result keeps its output as evidence until it is exported
+	submit_and_accept "$(spec o2 /bin/echo '["kept"]')"
+	fault 4xx 1
+	exec-run start --wait >/dev/null 2>&1 || true
+	[ "$(sql "SELECT refused FROM results WHERE run_id = 'o2'")" = 1 ]
+	run exec-reconcile --prune-receipts 0s
+	[ -e "$EXEC_STATE_DIR/out/o2.stdout" ]
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl"
+	assert_output "exported 1 results, removed 2 output files"
+	[ ! -e "$EXEC_STATE_DIR/out/o2.stdout" ]
+}
+
+@test "--output-cap removes acknowledged runs' output oldest first, never a retained run's; --prune-receipts needs a unit" {
+	start_dispatcher
+	open_session
+	local i
+	for i in 1 2 3; do
+		submit_and_accept "$(spec "c$i" /bin/sh '["-c","head -c 1000 /dev/zero"]')"
+		exec-run start --wait >/dev/null
+	done
+	submit_and_accept "$(spec kept /bin/sh '["-c","head -c 1000 /dev/zero"]')"
+	fault 5xx 100
+	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true   # retained, not acknowledged
+	admin DELETE /admin/faults >/dev/null
+	run exec-reconcile --output-cap 2500 --json
+	assert_output '{"event":"collected","output_files":4}'   # c1, c2: stdout and stderr each
+	[ ! -e "$EXEC_STATE_DIR/out/c1.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/c2.stdout" ]
+	[ -e "$EXEC_STATE_DIR/out/c3.stdout" ] && [ -e "$EXEC_STATE_DIR/out/kept.stdout" ]
+	run exec-reconcile --output-cap 1
+	assert_output "removed 2 output files"                     # c3; kept is retained: never
+	[ -e "$EXEC_STATE_DIR/out/kept.stdout" ]
+	run exec-reconcile --prune-receipts 30
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "with its unit"
+	run exec-reconcile --output-cap 5 --prune-receipts 1d
+	[ "$status" -eq "$EK_USAGE" ]
 }

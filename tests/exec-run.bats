@@ -47,9 +47,11 @@ load helpers
 	out="$EXEC_STATE_DIR/out/env1.stdout"
 	grep -qx 'EXEC_RUN_ID=env1' "$out"
 	grep -qx 'EXEC_TXN_ID=t-env1' "$out"
-	grep -qx "EXEC_STATE_DIR=$EXEC_STATE_DIR" "$out"
+	grep -qx "EXEC_LIMITS_FILE=$EXEC_STATE_DIR/out/env1.limits" "$out"   # its view (doc/security.md)
 	grep -qx 'GREETING=hi there; $(id)' "$out"
 	run grep -c SECRET_OF_THE_CALLER "$out"
+	assert_output 0
+	run grep -c '^EXEC_STATE_DIR=' "$out"      # never where the state is
 	assert_output 0
 }
 

@@ -278,3 +278,23 @@ elapsed_ms() {
 	run --separate-stderr exec-session open --dispatcher "$DISP_URL" --json
 	[ "$(jget "$output" '$.quarantined.total')" = 3 ]
 }
+
+@test "a close interrupted while the dispatcher does not answer leaves no marker that blocks lookups" {
+	start_dispatcher
+	open_session
+	local sid sig pid
+	sid=$(current_session)
+	for sig in TERM KILL; do   # (a background job ignores INT: TERM stands for Ctrl-C)
+		fault hang 1 3600000 "/v1/sessions/$sid"   # the DELETE is never answered
+		exec-session close 3>&- &
+		pid=$!
+		wait_until '[ -s "$EXEC_STATE_DIR/shutdown" ]'
+		kill -s "$sig" "$pid"
+		wait "$pid" || true
+		admin DELETE /admin/faults >/dev/null
+		[ "$(current_session)" = "$sid" ]            # still current here
+		run exec-inspect lookup nope --session "$sid"
+		[ "$status" -ne "$EK_TEMPFAIL" ] || fail "after $sig: $output"
+		assert_output "ABSENT run_id=nope"
+	done
+}

@@ -296,6 +296,19 @@ sums_ok() {
 	[ "$(jget "${lines[1]}" '$.notified') $(jget "${lines[1]}" '$.hooks_failed')" = "1 1" ]
 }
 
+@test "a limits file that cannot be written: the guest never runs, and that is its one result" {
+	exec-shares capacity set executor 1000 >/dev/null
+	mkdir -p "$EXEC_STATE_DIR/out/nl.limits"       # a directory where the file must go
+	submit_and_accept "$(spec nl /bin/sh "[\"-c\",\"touch $BATS_TEST_TMPDIR/ran\"]")"
+	run exec-run start --wait 3>&-
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]                # never without its limits
+	[ "$(sql "SELECT outcome || ' ' || exit_code FROM receipts WHERE run_id = 'nl'")" = "exec_failed 126" ]
+	[ "$(disp_charges nl)" = 1 ]
+	run admin GET /admin/runs/nl
+	assert_output --partial "not run: its limits file could not be written"
+	[ "$(sql "SELECT count(*) FROM share_members") $(sql "SELECT count(*) FROM runs")" = "0 0" ]
+}
+
 @test "a hanging hook is killed after its bound and does not fail the change" {
 	printf '#!/bin/sh\nexec sleep 3600\n' >"$BATS_TEST_TMPDIR/hang"
 	chmod 755 "$BATS_TEST_TMPDIR/hang"

@@ -30,13 +30,15 @@ WAIT_TRIES=$((WAIT_S * 40))
 WAIT_MS=$((WAIT_S * 1000))
 export WAIT_S WAIT_TRIES WAIT_MS
 
-# start_dispatcher [ARGS...]: sets DISP_URL and DISP_PID.
+# start_dispatcher [ARGS...]: sets DISP_URL and DISP_PID.  Leases last an
+# hour unless ARGS say otherwise: a lapse is a test's subject, never an
+# accident of a slow machine.
 # shellcheck disable=SC2120  # the .bats files pass ARGS
 start_dispatcher() {
 	local portfile="$BATS_TEST_TMPDIR/disp.port"
 	rm -f "$portfile"
 	exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
-		--quiet "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+		--quiet --lease-ms 3600000 "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
 	[ -s "$portfile" ] || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
@@ -52,22 +54,28 @@ stop_dispatcher() {
 	fi
 }
 
-# Kill whatever this test left running: the dispatcher, detached
-# supervisors (their argv names the state directory), and the process
-# groups of guests the state still records, each only while its pid still
-# names the process that was spawned (its recorded start time).
-common_teardown() {
-	local pid start
-	stop_dispatcher
-	pkill -KILL -f -- "$BATS_TEST_TMPDIR" 2>/dev/null || true
+# kill_recorded: SIGKILL the supervisors and the guests' process groups the
+# state records, each only while its pid still names the process that was
+# started (its recorded start time), never by name.
+kill_recorded() {
+	local pid start group
 	[ -f "$EXEC_STATE_DIR/state.db" ] || return 0
 	sqlite3 -readonly "$EXEC_STATE_DIR/state.db" \
-		"SELECT guest_pid, guest_start FROM runs WHERE guest_pid > 0 AND guest_start > 0" 2>/dev/null |
-		while IFS='|' read -r pid start; do
+		"SELECT sup_pid, sup_start, '' FROM runs WHERE sup_pid > 0
+		 UNION ALL SELECT guest_pid, guest_start, '-' FROM runs WHERE guest_pid > 0 AND guest_start > 0" \
+		2>/dev/null | while IFS='|' read -r pid start group; do
 			[ "$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null)" = "$start" ] &&
-				kill -KILL -- "-$pid" 2>/dev/null
+				kill -KILL -- "$group$pid" 2>/dev/null
 			true
 		done
+}
+
+# Kill whatever this test left running: the dispatcher, what names the
+# test's directory on its command line, and what the state records.
+common_teardown() {
+	stop_dispatcher
+	pkill -KILL -f -- "$BATS_TEST_TMPDIR" 2>/dev/null || true
+	kill_recorded
 }
 
 teardown() { common_teardown; }

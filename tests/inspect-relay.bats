@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
-# InspectRetainedRun through the dispatcher's client API: a client posts an
-# inspection to exec-dispatcher, the heartbeat tells the executor, `exec-inspect
-# relay` answers it with the local lookup (FOUND / FILTERED / ABSENT, anything
-# else ERROR, never ABSENT), and the client reads the answer, waiting as long
-# as it chooses.  The relay writes nothing to the state.
+# InspectRetainedRun through the dispatcher's client API: a client, with the
+# token an operator issued it, posts an inspection naming a session to
+# exec-dispatcher, the heartbeat tells the executor, `exec-inspect relay`
+# answers it with the local lookup (FOUND / FILTERED / ABSENT, anything else
+# ERROR, never ABSENT), and the client reads the answer, waiting as long as it
+# chooses.  The relay writes nothing to the state.
 
 load helpers
 load inspect
@@ -15,7 +16,8 @@ teardown() {
 }
 
 # api METHOD PATH [BODY [CREDENTIAL]]: one bounded request; sets $code and
-# $body.  The credential goes in a header file, never on curl's command line.
+# $body.  The credential (an executor's, or a client's token) goes in a
+# header file, never on curl's command line.
 api() {
 	local args=(-sS --noproxy '*' --max-time 10 -o "$BATS_TEST_TMPDIR/resp" -w '%{http_code}' -X "$1")
 	if [ -n "${4-}" ]; then
@@ -33,18 +35,35 @@ jget() {
 	sqlite3 :memory: "SELECT json_extract('${1//\'/\'\'}', '$2')"
 }
 
+# issue [NAME]: a new client of the dispatcher (POST /admin/clients); sets
+# CLIENT and TOKEN to its id and token.
+issue() {
+	api POST /admin/clients "{\"name\":\"${1:-test client}\"}"
+	[ "$code" = 201 ] || { echo "issue: $code $body" >&2; return 1; }
+	CLIENT=$(jget "$body" '$.client_id') TOKEN=$(jget "$body" '$.token')
+	[ -n "$CLIENT" ] && [ -n "$TOKEN" ]
+}
+
 # ask RUN_ID [SESSION_ID]: a client's inspection (default: the current
-# session); sets INSP to its id.  RUN_ID goes into the JSON as it is.
+# session), with $TOKEN (issued on first use); sets INSP to its id.  RUN_ID
+# goes into the JSON as it is.
 ask() {
-	api POST /v1/inspections "{\"run_id\":\"$1\",\"session_id\":\"${2:-$SID}\"}"
+	[ -n "${TOKEN:-}" ] || issue
+	api POST /v1/inspections "{\"run_id\":\"$1\",\"session_id\":\"${2:-$SID}\"}" "$TOKEN"
 	[ "$code" = 202 ] || { echo "ask $1: $code $body" >&2; return 1; }
 	INSP=$(jget "$body" '$.inspection_id')
 	[ "$(jget "$body" '$.status')" = pending ] && [ -n "$INSP" ]
 }
 
-# answer_of INSP [WAIT_MS]: the client's read; sets $code and $body.
+# answer_of INSP [WAIT_MS [TOKEN]]: a client's read (default: with $TOKEN);
+# sets $code and $body.
 answer_of() {
-	api GET "/v1/inspections/$1?wait_ms=${2:-0}"
+	api GET "/v1/inspections/$1?wait_ms=${2:-0}" "" "${3:-$TOKEN}"
+}
+
+# inspections_stored: how many inspections the dispatcher's store holds.
+inspections_stored() {
+	sqlite3 "$BATS_TEST_TMPDIR/disp.db" "SELECT count(*) FROM inspections"
 }
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -192,10 +211,12 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$(jget "$body" '$.answer.outcome')" = FOUND ]
 	# a long wait ends as soon as the answer is recorded
 	ask b1
+	printf 'Authorization: Bearer %s\n' "$TOKEN" >"$BATS_TEST_TMPDIR/client-auth"
 	t0=$(ms)
 	( sleep 0.3; exec-inspect relay >/dev/null ) 3>&- &
 	relay=$!
-	curl -sS --max-time 25 "$DISP_URL/v1/inspections/$INSP?wait_ms=20000" >"$BATS_TEST_TMPDIR/long"
+	curl -sS --max-time 25 -H @"$BATS_TEST_TMPDIR/client-auth" \
+		"$DISP_URL/v1/inspections/$INSP?wait_ms=20000" >"$BATS_TEST_TMPDIR/long"
 	elapsed=$(( $(ms) - t0 ))
 	wait "$relay"
 	[ "$(jget "$(cat "$BATS_TEST_TMPDIR/long")" '$.answer.outcome')" = FILTERED ]
@@ -211,33 +232,188 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 @test "the dispatcher refuses an inspection naming a session that is not current, or a malformed one" {
 	two_sessions
-	api POST /v1/inspections "{\"run_id\":\"a1\",\"session_id\":\"$OLD_SID\"}"
+	issue
+	api POST /v1/inspections "{\"run_id\":\"a1\",\"session_id\":\"$OLD_SID\"}" "$TOKEN"
 	[ "$code" = 410 ]
 	[ "$(jget "$body" '$.error')" = session_over ]
 	[ "$(jget "$body" '$.status')" = replaced ]
-	api POST /v1/inspections '{"run_id":"a1","session_id":"ses-0000000000000000"}'
+	api POST /v1/inspections '{"run_id":"a1","session_id":"ses-0000000000000000"}' "$TOKEN"
 	[ "$code" = 404 ]
 	[ "$(jget "$body" '$.error')" = unknown_session ]
-	# by executor id: that executor's current session
-	xid=$(sql "SELECT value FROM meta WHERE key = 'executor_id'")
-	api POST /v1/inspections "{\"run_id\":\"a1\",\"executor_id\":\"$xid\"}"
-	[ "$code" = 202 ]
-	[ "$(jget "$body" '$.session_id')" = "$SID" ]
 	for bad in '{"session_id":"'"$SID"'"}' '{"run_id":1,"session_id":"'"$SID"'"}' '{"run_id":"a1"}' \
-		'{"run_id":"a1","session_id":"'"$SID"'","executor_id":"'"$xid"'"}' '{"run_id":"a1","executor_id":"nope"}' \
-		'{"run_id":"a1","session_id":"'"$SID"'","program":"/bin/sh"}' 'not json' \
+		'{"run_id":"a1","session_id":""}' '{"run_id":"a1","session_id":1}' \
+		'{"run_id":"a1","session_id":"'"$SID"'","program":"/bin/sh"}' 'not json' '[]' \
 		"{\"run_id\":\"$(printf 'z%.0s' {1..4097})\",\"session_id\":\"$SID\"}"; do
-		api POST /v1/inspections "$bad"
+		api POST /v1/inspections "$bad" "$TOKEN"
 		[ "$code" = 400 ] || fail "'${bad:0:80}': $code $body"
 		[ "$(jget "$body" '$.error')" = invalid ]
 	done
 	# nothing was queued for the executor by any refused request
-	[ "$(sqlite3 "$BATS_TEST_TMPDIR/disp.db" "SELECT count(*) FROM inspections")" = 1 ]
+	[ "$(inspections_stored)" = 0 ]
 	# once the session is over, the executor is told, and the relay writes nothing here
 	admin POST "/admin/sessions/$SID/revoke" >/dev/null
 	run --separate-stderr exec-inspect relay
 	[ "$status" -eq "$EK_NOSESSION" ]
 	[ "$(sql "SELECT status FROM sessions WHERE session_id = '$SID'")" = current ]
+}
+
+# --- clients: who may ask, and who may read ---------------------------------------------
+
+@test "an inspection needs a client token: none, an unknown one or a session credential is 401, and nothing is queued" {
+	two_sessions
+	cred=$(sqlite3 "$EXEC_STATE_DIR/state.db" "SELECT credential FROM sessions WHERE status = 'current'")
+	unknown=$(printf '0%.0s' {1..64})
+	for token in "" "$unknown" "$cred"; do
+		api POST /v1/inspections "{\"run_id\":\"a1\",\"session_id\":\"$SID\"}" "$token"
+		[ "$code" = 401 ] || fail "token '${token:0:8}': $code $body"
+		[ "$(jget "$body" '$.error')" = unauthorized ]
+		[ -n "$(jget "$body" '$.detail')" ]
+	done
+	# the token is checked first: a stranger learns nothing of sessions or fields
+	for req in '{"run_id":"a1","session_id":"ses-0000000000000000"}' 'not json'; do
+		api POST /v1/inspections "$req"
+		[ "$code" = 401 ] || fail "'$req': $code $body"
+	done
+	[ "$(inspections_stored)" = 0 ]
+	run --separate-stderr exec-session heartbeat
+	assert_output current   # nothing waits for the executor
+	# nor does anyone read an inspection without a client's token
+	ask a1
+	for token in "" "$unknown" "$cred"; do
+		api GET "/v1/inspections/$INSP?wait_ms=0" "" "$token"
+		[ "$code" = 401 ] || fail "token '${token:0:8}': $code $body"
+		[ "$(jget "$body" '$.error')" = unauthorized ]
+		[[ "$body" != *a1* && "$body" != *"$SID"* ]] || fail "$body"
+	done
+	api GET "/v1/inspections/$INSP?wait_ms=nope"
+	[ "$code" = 401 ]
+	answer_of "$INSP"
+	[ "$code" = 200 ]
+}
+
+@test "a revoked client's token is refused at once, even in a wait; its inspections stay" {
+	two_sessions
+	issue
+	ask a1
+	exec-inspect relay >/dev/null
+	answer_of "$INSP"
+	[ "$code" = 200 ]
+	[ "$(jget "$body" '$.answer.outcome')" = FOUND ]
+	ask b1
+	waiting=$INSP
+	printf 'Authorization: Bearer %s\n' "$TOKEN" >"$BATS_TEST_TMPDIR/client-auth"
+	t0=$(ms)
+	curl -sS --max-time 25 -o "$BATS_TEST_TMPDIR/long" -w '%{http_code}' -H @"$BATS_TEST_TMPDIR/client-auth" \
+		"$DISP_URL/v1/inspections/$waiting?wait_ms=20000" >"$BATS_TEST_TMPDIR/long.code" 3>&- &
+	reader=$!
+	api DELETE "/admin/clients/$CLIENT"
+	[ "$code" = 200 ]
+	[ "$body" = "{\"client_id\":\"$CLIENT\",\"status\":\"revoked\"}" ]
+	wait "$reader"
+	elapsed=$(( $(ms) - t0 ))
+	[ "$(cat "$BATS_TEST_TMPDIR/long.code")" = 401 ] || fail "the wait: $(cat "$BATS_TEST_TMPDIR/long")"
+	[ "$elapsed" -lt 10000 ] || fail "the wait outlived the revocation: $elapsed ms"
+	for insp in "$INSP" "$waiting"; do
+		answer_of "$insp"
+		[ "$code" = 401 ] || fail "$insp: $code $body"
+		[ "$(jget "$body" '$.error')" = unauthorized ]
+	done
+	api POST /v1/inspections "{\"run_id\":\"a1\",\"session_id\":\"$SID\"}" "$TOKEN"
+	[ "$code" = 401 ]
+	[ "$(inspections_stored)" = 2 ]
+	# revoking again changes nothing; an unknown client is 404
+	api DELETE "/admin/clients/$CLIENT"
+	[ "$code" = 200 ]
+	api DELETE /admin/clients/cli-0000000000000000
+	[ "$code" = 404 ]
+	[ "$(jget "$body" '$.error')" = unknown_client ]
+	# another client is not affected; the list shows both, and never a token
+	revoked=$CLIENT old=$TOKEN
+	issue other
+	ask a1
+	api GET /admin/clients
+	[ "$code" = 200 ]
+	[ "$(jget "$body" '$.clients[0].client_id')" = "$revoked" ]
+	[ "$(jget "$body" '$.clients[0].status')" = revoked ]
+	[ "$(jget "$body" '$.clients[1].client_id')" = "$CLIENT" ]
+	[ "$(jget "$body" '$.clients[1].status')" = active ]
+	[ "$(jget "$body" '$.clients[1].name')" = other ]
+	[[ "$body" != *"$old"* && "$body" != *"$TOKEN"* && "$body" != *token* ]] || fail "$body"
+}
+
+@test "only the client that asked reads an inspection: to another it does not exist (404)" {
+	two_sessions
+	issue alice
+	alice=$TOKEN
+	ask a1
+	issue bob
+	bob=$TOKEN
+	answer_of "$INSP" 0 "$bob"
+	[ "$code" = 404 ]
+	[ "$(jget "$body" '$.error')" = unknown_inspection ]
+	theirs=$body
+	# the very answer an id that never existed gets
+	answer_of insp-0000000000000000 0 "$bob"
+	[ "$code" = 404 ]
+	[ "${theirs//$INSP/ID}" = "${body//insp-0000000000000000/ID}" ]
+	# answered, it is still not bob's, and bob's wait ends at once
+	exec-inspect relay >/dev/null
+	t0=$(ms)
+	answer_of "$INSP" 20000 "$bob"
+	[ "$code" = 404 ]
+	[ $(( $(ms) - t0 )) -lt 10000 ]
+	[[ "$body" != *FOUND* && "$body" != *a1* ]] || fail "$body"
+	answer_of "$INSP" 0 "$alice"
+	[ "$code" = 200 ]
+	[ "$(jget "$body" '$.answer.outcome')" = FOUND ]
+	# bob asks for himself, and reads only his own
+	ask b1
+	answer_of "$INSP" 0 "$alice"
+	[ "$code" = 404 ]
+	exec-inspect relay >/dev/null
+	answer_of "$INSP" 0 "$bob"
+	[ "$(jget "$body" '$.answer.outcome')" = FILTERED ]
+}
+
+@test "an inspection names its session: the executor_id form is refused 400, naming the field" {
+	two_sessions
+	issue
+	xid=$(sql "SELECT value FROM meta WHERE key = 'executor_id'")
+	for req in "{\"run_id\":\"a1\",\"executor_id\":\"$xid\"}" \
+		"{\"run_id\":\"a1\",\"session_id\":\"$SID\",\"executor_id\":\"$xid\"}"; do
+		api POST /v1/inspections "$req" "$TOKEN"
+		[ "$code" = 400 ] || fail "'$req': $code $body"
+		[ "$(jget "$body" '$.error')" = invalid ]
+		[[ "$(jget "$body" '$.detail')" == *"'executor_id'"* ]] || fail "$body"
+	done
+	[ "$(inspections_stored)" = 0 ]
+	run --separate-stderr exec-session heartbeat
+	assert_output current
+}
+
+@test "a store written before clients existed gains them; its earlier inspections are no client's" {
+	two_sessions
+	issue
+	ask a1
+	earlier=$INSP
+	stop_dispatcher
+	# as the store was before schema/dispatcher/004_clients.sql
+	sqlite3 "$BATS_TEST_TMPDIR/disp.db" "DROP TABLE inspection_clients; DROP TABLE clients"
+	start_dispatcher
+	[ "$(sqlite3 "$BATS_TEST_TMPDIR/disp.db" "SELECT count(*) FROM sqlite_master
+		WHERE name IN ('clients', 'inspection_clients')")" = 2 ]
+	answer_of "$earlier"
+	[ "$code" = 401 ]   # the old token went with the table
+	issue
+	answer_of "$earlier"
+	[ "$code" = 404 ]
+	ask b1
+	answer_of "$INSP"
+	[ "$code" = 200 ]
+	[ "$(jget "$body" '$.status')" = pending ]
+	# the executor is still asked both (the store kept the earlier one)
+	[ "$(sqlite3 "$BATS_TEST_TMPDIR/disp.db" "SELECT group_concat(run_id) FROM
+		(SELECT run_id FROM inspections WHERE status = 'pending' ORDER BY created_ms, rowid)")" = a1,b1 ]
 }
 
 @test "the dispatcher records one answer, from the inspection's own session, with only the answer's fields" {

@@ -59,7 +59,7 @@ setup_file() {
 	workload "$out"
 	run cat "$out/lookup.jsonl"
 	assert_line --regexp '^\{"answer":"FOUND","run_id":"q-old",.*"started":false,.*"state":"queued"\}$'
-	assert_line --regexp '^\{"answer":"FOUND","run_id":"k-old",.*"start_marker":null,"due_at":null,"state":"retained"\}$'
+	assert_line --regexp '^\{"answer":"FOUND","run_id":"k-old",.*"started":true,"start_marker":"[0-9]+:[0-9]+@[0-9]+","due_at":[0-9]+,"state":"retained"\}$'
 	assert_line '{"answer":"FILTERED","run_id":"q-new"}'
 	assert_line '{"answer":"ABSENT","run_id":"nope"}'
 	# the same answers relayed through the dispatcher, and an ERROR

@@ -32,3 +32,49 @@ bare_negations() {
 		tests/drills/measure.sh tests/fuzz/build.sh .ci/run
 	assert_success
 }
+
+# The transition table of lifecycle.h: from its heading to the note after it.
+lifecycle_table() {
+	sed -n '/Transitions and the function that performs each/,/The delivery functions are in/p' "$1"
+}
+
+# Crash points named in the code (DIRS...) but missing from the table or
+# from doc/recovery.md, one per line.
+unlisted_points() {
+	local table=$1 doc=$2 n
+	shift 2
+	for n in $(grep -rhoE 'crash_point\("[a-z-]+"\)' "$@" | sed -E 's/crash_point\("([a-z-]+)"\)/\1/' | sort -u); do
+		grep -qE "(^|[^a-z-])$n([^a-z-]|$)" <(lifecycle_table "$table") || echo "$n: not in lifecycle.h"
+		grep -qF -- "$n" "$doc" || echo "$n: not in doc/recovery.md"
+	done
+}
+
+# Functions the table names that no source file (DIRS...) defines.
+unknown_functions() {
+	local table=$1 f
+	shift
+	for f in $(lifecycle_table "$table" | grep -oE '[a-z_]+\(\)' | tr -d '()' | sort -u); do
+		grep -rqE "^$f\(" --include='*.c' "$@" || echo "$f"
+	done
+}
+
+@test "every crash point is listed in lifecycle.h's table and in doc/recovery.md" {
+	run unlisted_points "$SRC/libcommon/lifecycle.h" "$SRC/doc/recovery.md" "$SRC/cmd" "$SRC/libcommon" "$SRC/dispatcher"
+	assert_output ''
+}
+
+@test "every function lifecycle.h's table names exists" {
+	run unknown_functions "$SRC/libcommon/lifecycle.h" "$SRC/cmd" "$SRC/libcommon" "$SRC/dispatcher"
+	assert_output ''
+}
+
+@test "the lifecycle lints find what they must" {
+	mkdir -p "$BATS_TEST_TMPDIR/src"
+	printf 'x\n * Transitions and the function that performs each:\n *   a  b  real_one()  point-a\n *   a  b  gone_one()  point-b\n * The delivery functions are in x\n' >"$BATS_TEST_TMPDIR/lc.h"
+	printf 'int\nreal_one(void)\n{\n\tcrash_point("point-a");\n\tcrash_point("point-c");\n}\n' >"$BATS_TEST_TMPDIR/src/a.c"
+	echo "point-a point-c" >"$BATS_TEST_TMPDIR/doc.md"
+	run unknown_functions "$BATS_TEST_TMPDIR/lc.h" "$BATS_TEST_TMPDIR/src"
+	assert_output gone_one
+	run unlisted_points "$BATS_TEST_TMPDIR/lc.h" "$BATS_TEST_TMPDIR/doc.md" "$BATS_TEST_TMPDIR/src"
+	assert_output "point-c: not in lifecycle.h"
+}

@@ -42,7 +42,7 @@ metric() {
 
 @test "every metric equals its field of summary --json, over a real workload" {
 	workload "$BATS_TEST_TMPDIR/out"
-	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"unreconciled_attempts":([0-9]+)\}$'
+	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"handed_back":\{"acknowledged":([0-9]+),"pending":([0-9]+)\},"unreconciled_attempts":([0-9]+),"output":\{"files":([0-9]+),"bytes":([0-9]+)\}\}$'
 	local before after now
 	before=$(date +%s%3N)
 	json=$(exec-inspect summary --json)
@@ -62,14 +62,19 @@ metric() {
 	assert_equal "$(metric 'execkit_unreconciled_results{cause="earlier_session"}')" "${v[9]}"
 	assert_equal "$(metric 'execkit_unreconciled_results{cause="refused"}')" "${v[10]}"
 	assert_equal "$(metric execkit_receipts)" "${v[11]}"
-	assert_equal "$(metric execkit_unreconciled_attempts)" "${v[13]}"
+	assert_equal "$(metric 'execkit_runs_handed_back{state="acknowledged"}')" "${v[13]}"
+	assert_equal "$(metric 'execkit_runs_handed_back{state="pending"}')" "${v[14]}"
+	assert_equal "$(metric execkit_unreconciled_attempts)" "${v[15]}"
+	assert_equal "$(metric execkit_output_files)" "${v[16]}"
+	assert_equal "$(metric execkit_output_bytes)" "${v[17]}"
+	[ "${v[16]}" -gt 0 ]   # the workload's runs left their captured output
 	# The workload leaves one of each (workload.bash), so nothing above is a 0 = 0.
 	assert_equal "${v[1]} ${v[2]} ${v[4]} ${v[6]} ${v[8]} ${v[9]} ${v[10]}" "1 1 1 1 1 1 1"
 	[ "${v[11]}" -ge 4 ]
 	# Attempts: the sum over every retained result, refused ones included.
-	assert_equal "${v[13]}" "$( { exec-inspect list retained --json; exec-inspect list refused --json; } |
+	assert_equal "${v[15]}" "$( { exec-inspect list retained --json; exec-inspect list refused --json; } |
 		grep -o '"attempts":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')"
-	[ "${v[13]}" -ge 3 ]
+	[ "${v[15]}" -ge 3 ]
 	# The age is the snapshot's time minus the oldest chosen_at.
 	awk -v a="$(metric execkit_oldest_unreconciled_age_seconds)" -v lo="$(( (before - v[12]) / 1000 - 1 ))" \
 		-v hi="$(( (after - v[12]) / 1000 + 1 ))" 'BEGIN { exit !(a > 0 && a >= lo && a <= hi) }' ||
@@ -102,7 +107,8 @@ metric() {
 	for i in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
 	local writer=$! reads=0
 	while kill -0 "$writer" 2>/dev/null && [ "$reads" -lt 5000 ]; do
-		tail -n 1 "$f" | grep -q '^execkit_receipts [0-9]' || fail "a reader saw a partial file"
+		tail -n 1 "$f" | grep -q '^execkit_output_bytes [0-9]' ||
+			fail "a reader saw a partial file"
 		reads=$((reads + 1))
 	done
 	wait "$writer"

@@ -115,9 +115,13 @@ workload() {
 		j show exec-inspect show "$id" --json
 	done
 
-	# The same lookups asked by a client through the dispatcher, and an ERROR.
+	# The same lookups asked by a client through the dispatcher, and an ERROR:
+	# the client's token goes in a header file, never on curl's command line.
+	admin POST /admin/clients '{"name":"workload"}' |
+		sed -n 's/.*"token":"\([0-9a-f]*\)".*/Authorization: Bearer \1/p' >"$OUT.client-auth"
 	for id in q-old k-old q-new nope 'bad id'; do
-		admin POST /v1/inspections "{\"run_id\":\"$id\",\"session_id\":\"$WORKLOAD_SID\"}" >/dev/null
+		curl -sS --max-time "$WAIT_S" -H @"$OUT.client-auth" \
+			-d "{\"run_id\":\"$id\",\"session_id\":\"$WORKLOAD_SID\"}" "$DISP_URL/v1/inspections" >/dev/null
 	done
 	j relay exec-inspect relay --json
 }

@@ -30,6 +30,72 @@ load crash
 	in_child crash_drill retained
 }
 
+# tspec ID: a guest that appends its transaction id (a re-queued run keeps
+# it, under a new run id) to the ledger.
+tspec() {
+	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","echo \\"$EXEC_TXN_ID\\" >> %s"]}' \
+		"$1" "$1" "$LEDGER"
+}
+ran_txn() { if [ -f "$LEDGER" ]; then grep -cx -- "t-$1" "$LEDGER" || true; else echo 0; fi; }
+
+# One round of a loop, by hand: heartbeat, answer inspections, pull, start.
+round() {
+	exec-session heartbeat >/dev/null || true
+	exec-inspect relay >/dev/null || true
+	exec-accept --from-dispatcher >/dev/null || true
+	exec-run start --wait >/dev/null || true
+}
+
+@test "handback-marked: the runs are marked, never start here; the dispatcher settles them through InspectRetainedRun; each runs once" {
+	submit "$(tspec h1)" "$(tspec h2)"
+	exec-accept --from-dispatcher >/dev/null
+	crash handback-marked exec-session close
+	# witness: marked here, nothing asked there, the session still current
+	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NULL")" = 2 ]
+	[ "$(disp_count accepted)" = 2 ]
+	exec-run start --wait >/dev/null                 # a marked run never starts here
+	[ "$(ran_txn h1) $(ran_txn h2)" = "0 0" ]
+	# declared action: a new session; the dispatcher asks about the old one's runs
+	open_session
+	wait_until 'round; [ "$(ran_txn h1) $(ran_txn h2)" = "1 1" ]'
+	wait_until 'exec-reconcile --drain >/dev/null 2>&1; [ "$(disp_count finished)" = 2 ]'
+	[ "$(ran_txn h1) $(ran_txn h2)" = "1 1" ]
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":2' ]
+	[ "$(val "SELECT count(*) FROM runs WHERE state <> 'queued'")" = 0 ]   # the originals never started
+}
+
+@test "handback-acked: re-queued there, not recorded here; the marked runs never start; each runs once" {
+	submit "$(tspec k1)" "$(tspec k2)"
+	exec-accept --from-dispatcher >/dev/null
+	crash handback-acked exec-session close
+	# witness: re-queued at the dispatcher, marked but not acknowledged here
+	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NULL")" = 2 ]
+	[ "$(disp_count accepted)" = 0 ]
+	run exec-session report --json
+	assert_output --partial '"handed_back":{"acknowledged":0,"pending":2}'
+	# declared action: none needed; a new session takes the re-queued runs
+	open_session
+	wait_until 'round; [ "$(ran_txn k1) $(ran_txn k2)" = "1 1" ]'
+	wait_until 'exec-reconcile --drain >/dev/null 2>&1; [ "$(disp_count finished)" = 2 ]'
+	[ "$(ran_txn k1) $(ran_txn k2)" = "1 1" ]
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":2' ]
+}
+
+@test "a clean close hands back what never started: acknowledged here, re-queued under new ids there, counted at open" {
+	submit "$(tspec c1)" "$(tspec c2)" "$(tspec c3)"
+	exec-accept --from-dispatcher >/dev/null
+	run exec-session close
+	assert_success
+	[[ "$stderr$output" == *"handed back 3 runs"* ]] || true
+	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL AND requeued_as LIKE 'rq-%'")" = 3 ]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM handbacks"
+	assert_failure                                    # kept: immutable evidence
+	open_session
+	run exec-session report --json
+	assert_output --partial '"handed_back":{"acknowledged":3,"pending":0}'
+	wait_until 'round; [ "$(ran_txn c1) $(ran_txn c2) $(ran_txn c3)" = "1 1 1" ]'
+}
+
 @test "cancel-marked: a cancel killed before choosing; the queued run never starts, the started one ends once; cancel again finishes it" {
 	submit "$(gspec cq 0 0)" "$(gspec cs 0 1)"
 	exec-accept --from-dispatcher >/dev/null

@@ -84,13 +84,7 @@ drill_teardown() {
 	if [ -f "$PIDS_FILE" ]; then
 		while read -r p; do kill -KILL "$p" 2>/dev/null || true; done <"$PIDS_FILE"
 	fi
-	if [ -f "$EXEC_STATE_DIR/state.db" ]; then
-		for p in $(sqlite3 -readonly "$EXEC_STATE_DIR/state.db" \
-			"SELECT sup_pid FROM runs WHERE sup_pid > 0 UNION SELECT guest_pid FROM runs WHERE guest_pid > 0" 2>/dev/null); do
-			# only processes of this test: their command line names its directory
-			grep -qF -- "$BATS_TEST_TMPDIR" "/proc/$p/cmdline" 2>/dev/null && kill -KILL "$p" 2>/dev/null
-		done
-	fi
+	kill_recorded
 	stop_dispatcher
 	return 0
 }

@@ -3,7 +3,9 @@
 # Declared outcome: a clear error (exit 74, the cause named); a commit is
 # all or nothing; nothing is reported to the dispatcher that is not on disk;
 # once the disk works again, so does the executor — the run whose result
-# could not be retained is unknown, never run again.
+# could not be retained (an I/O error, not a full disk) is unknown, never
+# run again.  A full disk only delays a chosen result: the supervisor gives
+# the state's reserve back and tries again until there is room.
 
 load drill
 
@@ -49,45 +51,92 @@ after_failed_retain() {
 	check --drained
 }
 
-@test "disk full during retain (a 1 MiB tmpfs): clear error, nothing reported, works once space is freed" {
+# full_fs SIZE: a tmpfs of SIZE for the state (root only: skip otherwise).
+full_fs() {
 	[ "$(id -u)" = 0 ] || skip "mounting a tmpfs needs root; the ENOSPC drill below covers this without it"
 	fs=$BATS_TEST_TMPDIR/fs
 	mkdir -p "$fs"
-	mount -t tmpfs -o size=1m,mode=0700 tmpfs "$fs" || skip "cannot mount a tmpfs here"
+	mount -t tmpfs -o "size=$1,mode=0700" tmpfs "$fs" || skip "cannot mount a tmpfs here"
 	echo "$fs" >>"$BATS_TEST_TMPDIR/mounts"
 	EXEC_STATE_DIR=$fs/state
+}
+
+# The guest that fills the disk under the state, then exits 0 (gated: it
+# waits for $GO first when GATED=1).
+filler_spec() {
+	local script="echo $1 >> $LEDGER"
+	[ "${2:-0}" = 1 ] && script="$script; i=0; while [ ! -e $GO ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done"
+	script="$script; dd if=/dev/zero of=$fs/filler-$1 bs=4096 2>/dev/null; exit 0"
+	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","%s"]}' "$1" "$1" "$script"
+}
+
+@test "disk full when a guest ends, no reserve left: the result waits for space, never unknown; once freed, delivered once" {
+	full_fs 2m
 	start_dispatcher
 	open_session
-	# the guest fills the disk that holds the state, then exits 0
-	submit "{\"run_id\":\"full\",\"txn_id\":\"t\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo full >> $LEDGER; dd if=/dev/zero of=$fs/filler bs=4096 2>/dev/null; exit 0\"]}"
+	submit "$(filler_spec full)"
 	exec-accept --from-dispatcher >/dev/null
-	run exec-run supervise full
-	[ "$status" -eq "$EK_IOERR" ]
-	assert_output --partial "database or disk is full"
-	[ "$(ran full)" = 1 ]
-	[ "$(val "SELECT count(*) FROM results")" = 0 ]     # nothing half-written
+	rm -f "$EXEC_STATE_DIR/reserve"                    # the worst case: no reserve to give back
+	exec-run supervise full >"$BATS_TEST_TMPDIR/sup.out" 2>"$BATS_TEST_TMPDIR/sup.err" 3>&- &
+	local sup=$!
+	remember "$sup"
+	# witness: the guest ran and ended; its result cannot be committed yet
+	wait_until '[ "$(ran full)" = 1 ] && [ -e "$fs/filler-full" ]'
+	local guest
+	wait_until 'guest=$(val "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id = '\''full'\''"); [ "$guest" -gt 0 ]'
+	wait_until '[ ! -e "/proc/$guest" ] || [ "$(cut -d" " -f3 "/proc/$guest/stat")" = Z ]'
+	wait_until 'grep -q "waits for disk space" "$BATS_TEST_TMPDIR/sup.err"'
+	kill -0 "$sup"                                      # still trying, not given up
+	[ "$(val "SELECT count(*) FROM results")" = 0 ]      # nothing half-written
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'full'")" = started ]   # never unknown
 	[ "$(disp_reports full)" = 0 ]                      # nothing reported that is not on disk
-	run exec-run sweep                                  # still full: it says so, changes nothing
-	[ "$status" -eq "$EK_IOERR" ] || [ "$status" -eq 0 ]
 	# declared action: free the space
-	rm -f "$fs/filler"
-	exec-run sweep >/dev/null
-	[ "$(val "SELECT state FROM runs WHERE run_id = 'full'")" = unknown ]
-	submit "$(gspec after)"
-	exec-accept --from-dispatcher >/dev/null
-	exec-run start --wait >/dev/null
-	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'after'")" = 1 ]
+	rm -f "$fs"/filler-*
+	wait "$sup"
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'full'")" = 1 ]
+	[ "$(disp_charges full)" = 1 ]
 	[ "$(ran full)" = 1 ]
+	[ "$(val "SELECT count(*) FROM runs WHERE state = 'unknown'")" = 0 ]
 	check --drained
 }
 
-@test "no space (ENOSPC from write, libfiu) during retain: clear error, nothing reported, unknown, never re-run" {
+@test "disk full when a guest ends, the reserve in place: it is given back and the result is delivered at once" {
+	full_fs 12m
+	start_dispatcher
+	open_session
+	submit "$(filler_spec fr 1)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start >/dev/null                          # makes the reserve, starts the gated guest
+	[ -f "$EXEC_STATE_DIR/reserve" ]
+	touch "$GO"                                         # the guest fills the disk, then exits
+	wait_until '[ "$(val "SELECT count(*) FROM receipts WHERE run_id = '\''fr'\''")" = 1 ]'
+	[ -e "$fs/filler-fr" ]                              # still full: nobody freed anything
+	[ ! -e "$EXEC_STATE_DIR/reserve" ]                  # the reserve paid for the commit
+	grep -q "released the state's reserve" "$EXEC_STATE_DIR/out/supervisors.log"
+	[ "$(disp_charges fr)" = 1 ]
+	[ "$(ran fr)" = 1 ]
+	# once there is room, the next start makes it again
+	rm -f "$fs"/filler-*
+	exec-run start >/dev/null
+	[ -f "$EXEC_STATE_DIR/reserve" ]
+	check --drained
+}
+
+@test "no space (ENOSPC from write, libfiu) during retain: the result waits, never unknown; delivered once the disk takes writes" {
 	gated_under_fiu
 	fiu_enable posix/io/rw/pwrite 28
 	touch "$GO"
+	wait_until 'grep -q "waits for disk space" "$BATS_TEST_TMPDIR/fiu.err"'
+	kill -0 "$FIU_PID"                                  # still trying
+	[ "$(disp_reports g1)" = 0 ]
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'g1'")" = started ]
+	fiu-ctrl -f "$BATS_TEST_TMPDIR/fiu" -c "disable name=posix/io/rw/pwrite" "$FIU_PID"
 	fiu_wait
-	after_failed_retain "database or disk is full"
-	[ "$(val "SELECT state FROM runs WHERE run_id = 'g1'")" = unknown ]
+	[ "$FIU_STATUS" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/fiu.err"; false; }
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'g1'")" = 1 ]
+	[ "$(disp_charges g1)" = 1 ]
+	[ "$(ran g1)" = 1 ]
+	check --drained
 }
 
 @test "I/O error on write (libfiu) during retain: clear error, no partial commit, nothing reported" {

@@ -72,6 +72,11 @@ load drill
 		echo "$p" >>"$BATS_TEST_TMPDIR/looked"
 	done
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/looked")" -ge 7 ]      # loop + 3 supervisors + 3 guests at least
+	# and no supervisor's command line (its guest reads it) names the state
+	for p in $(val "SELECT sup_pid FROM runs WHERE sup_pid > 0"); do
+		! grep -qaF -- "$EXEC_STATE_DIR" "/proc/$p/cmdline" ||
+			fail "supervisor $p names the state: $(tr '\0' ' ' <"/proc/$p/cmdline")"
+	done
 	touch "$GO"
 	wait_until '[ "$(disp_count finished)" = 4 ]'
 	# every tool's output, human and JSON, with the session current

@@ -58,7 +58,25 @@ observe() {
 	run exec-run cancel --session "$(current_session)" mq
 	[ "$status" -eq "$EK_NOSESSION" ]                  # not cancellable by the new session
 	check --drained
-	adopt_and_drain
+	if [ "$status_word" = revoked ]; then refused_adoption; else adopt_and_drain; fi
+}
+
+# A revoked session's authority is gone for good: the dispatcher refuses to
+# let it be adopted (76), and its results stay retained as evidence here,
+# never sent, until an operator exports them (exec-reconcile --export-evidence).
+refused_adoption() {
+	local id
+	run exec-session adopt "$OLD"
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	assert_output --partial "revoked"
+	exec-reconcile --drain >/dev/null || true
+	for id in m1 m2 m3; do
+		[ "$(val "SELECT count(*) FROM results WHERE run_id = '$id' AND refused = 0")" = 1 ]
+		[ "$(disp_charges "$id")" = 0 ]
+	done
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" >/dev/null
+	[ "$(grep -c '"run_id":"m[123]"' "$BATS_TEST_TMPDIR/evidence.jsonl")" = 3 ]
+	[ "$(val "SELECT count(*) FROM results")" = 0 ]
 }
 
 # The way out, explicit: the new session adopts OLD; the drain delivers its
@@ -77,7 +95,7 @@ adopt_and_drain() {
 	check --drained
 }
 
-@test "session revoked mid-work: results retained, delivery stops at once, nothing charged" {
+@test "session revoked mid-work: results retained, delivery stops at once, nothing charged; never adoptable, exported as evidence" {
 	mid_work
 	admin POST "/admin/sessions/$OLD/revoke" >/dev/null
 	observe revoked 1
@@ -122,7 +140,25 @@ adopt_and_drain() {
 	run exec-session report --json
 	assert_output --partial '"quarantined":{"total":1,'
 	check --drained
-	adopt_and_drain
+	if [ "$status_word" = revoked ]; then refused_adoption; else adopt_and_drain; fi
+}
+
+# A revoked session's authority is gone for good: the dispatcher refuses to
+# let it be adopted (76), and its results stay retained as evidence here,
+# never sent, until an operator exports them (exec-reconcile --export-evidence).
+refused_adoption() {
+	local id
+	run exec-session adopt "$OLD"
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	assert_output --partial "revoked"
+	exec-reconcile --drain >/dev/null || true
+	for id in m1 m2 m3; do
+		[ "$(val "SELECT count(*) FROM results WHERE run_id = '$id' AND refused = 0")" = 1 ]
+		[ "$(disp_charges "$id")" = 0 ]
+	done
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" >/dev/null
+	[ "$(grep -c '"run_id":"m[123]"' "$BATS_TEST_TMPDIR/evidence.jsonl")" = 3 ]
+	[ "$(val "SELECT count(*) FROM results")" = 0 ]
 }
 
 # Two results of session OLD retained (their reports failed), as a restart

@@ -19,8 +19,9 @@ load drill
 kill_executor() {
 	local loop=$1 pids p
 	pids="$loop $(pgrep -P "$loop" | tr '\n' ' ')"
-	for p in $(val "SELECT sup_pid FROM runs WHERE state = 'started' AND sup_pid > 0" 2>/dev/null); do
-		grep -qF -- "$EXEC_STATE_DIR" "/proc/$p/cmdline" 2>/dev/null && pids="$pids $p"
+	# the live supervisors the state names: pid and process start time match
+	for p in $(val "SELECT sup_pid || ':' || sup_start FROM runs WHERE state = 'started' AND sup_pid > 0" 2>/dev/null); do
+		[ "$(cut -d' ' -f22 "/proc/${p%%:*}/stat" 2>/dev/null)" = "${p#*:}" ] && pids="$pids ${p%%:*}"
 	done
 	# shellcheck disable=SC2086 # a list of pids
 	kill -KILL $pids 2>/dev/null || true

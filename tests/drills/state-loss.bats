@@ -96,6 +96,31 @@ dbsum() { sha256sum "$EXEC_STATE_DIR/state.db" | cut -d' ' -f1; }
 	[ "$(val "SELECT status FROM sessions WHERE status <> 'current' LIMIT 1")" = replaced ]
 }
 
+@test "restored from an older copy while the dispatcher is unreachable: its stored lease is no authority, nothing runs again" {
+	start_dispatcher
+	open_session
+	submit "$(gspec g1)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-session heartbeat >/dev/null                            # a fresh lease in the copy
+	cp -a "$EXEC_STATE_DIR" "$BATS_TEST_TMPDIR/copy"
+	exec-run start --wait >/dev/null                             # g1 runs once
+	# the loss: the older copy comes back, and the dispatcher cannot be reached
+	rm -rf "$EXEC_STATE_DIR"
+	cp -a "$BATS_TEST_TMPDIR/copy" "$EXEC_STATE_DIR"
+	kill_dispatcher
+	run exec-run start --wait
+	[ "$status" -eq "$EK_UNAVAILABLE" ]
+	assert_output --partial "a stored lease is no proof"
+	[ "$(ran g1)" = 1 ]                                          # never a second time
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'g1'")" = queued ]
+	# declared action: a new session; the copy's run stays quarantined
+	restart_dispatcher
+	open_session
+	exec-run start --wait >/dev/null
+	[ "$(ran g1)" = 1 ]
+	[ "$(val "SELECT state FROM runs WHERE run_id = 'g1'")" = queued ]
+}
+
 @test "state from another package version: every tool refuses it untouched (78, naming both versions); draining with its own version works" {
 	witnessed_state
 	version=$(val "SELECT value FROM meta WHERE key = 'package_version'")

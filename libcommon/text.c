@@ -1,0 +1,57 @@
+/* text — see text.h. */
+#include <stdint.h>
+
+#include "text.h"
+
+/* The length of the valid UTF-8 character at p (1 to 4), with its code
+ * point in *cp; 0 if p does not start one (a stray or overlong byte). */
+static size_t
+utf8_char(const unsigned char *p, uint32_t *cp)
+{
+	size_t n, i;
+	uint32_t min;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) { n = 2; *cp = p[0] & 0x1f; min = 0x80; }
+	else if ((p[0] & 0xf0) == 0xe0) { n = 3; *cp = p[0] & 0x0f; min = 0x800; }
+	else if ((p[0] & 0xf8) == 0xf0) { n = 4; *cp = p[0] & 0x07; min = 0x10000; }
+	else return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;   /* also stops at the NUL */
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *
+text_safe(char *dst, size_t n, const char *src)
+{
+	const unsigned char *p = (const unsigned char *)src;
+	size_t o = 0, len;
+	uint32_t cp;
+
+	if (n == 0)
+		return dst;
+	while (*p) {
+		len = utf8_char(p, &cp);
+		if (len == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
+			if (o + 1 >= n)
+				break;
+			dst[o++] = '?';
+			p += len ? len : 1;
+			continue;
+		}
+		if (o + len >= n)
+			break;
+		while (len--)
+			dst[o++] = (char)*p++;
+	}
+	dst[o] = '\0';
+	return dst;
+}

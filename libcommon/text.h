@@ -1,0 +1,21 @@
+/*
+ * text — make foreign text safe for a terminal or a log line.
+ *
+ * Text that comes from a dispatcher (ids, error details, reply bodies) or
+ * from a guest may hold escape sequences that retitle or clear an
+ * operator's terminal, or newlines that forge log lines.  Before such text
+ * is printed for a human it goes through text_safe(): every C0 control
+ * (newline and tab included), DEL, every C1 control (U+0080 to U+009F,
+ * U+009B, the one-byte CSI, among them) and every byte that is not part of
+ * valid UTF-8 becomes '?'.  Valid UTF-8 otherwise passes unchanged.
+ */
+#ifndef EK_TEXT_H
+#define EK_TEXT_H
+
+#include <stddef.h>
+
+/* Copy src into dst (n bytes, NUL-terminated, cut on a character
+ * boundary), each unsafe byte or character replaced by '?'; returns dst. */
+char *text_safe(char *dst, size_t n, const char *src);
+
+#endif

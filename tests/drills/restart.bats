@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# Restarts lose no work.  exec-loop runs a backlog and is stopped at random
+# moments — TERM and HUP (clean: the runs accepted and never started are
+# handed back), kill -9 (the dispatcher settles them through
+# InspectRetainedRun once the executor has a new session) — and started
+# again each time, adopting what the earlier sessions retained.  Declared
+# outcome: every submitted transaction runs exactly once (a side-effect line
+# per execution, and the dispatcher's ledger), and once the restarts have
+# settled the dispatcher holds nothing accepted by an ended session.
+#
+# RESTART_SEED picks the moments (default 1); RESTART_STOPS the number of
+# stops (default 9: three of each kind); RESTART_RUNS the backlog (default 30).
+
+load drill
+
+# tspec ID: a guest that appends its transaction id to the ledger (a
+# re-queued run has a new run id and the same transaction id).
+tspec() {
+	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","echo \\"$EXEC_TXN_ID\\" >> %s; sleep 0.0%s"]}' \
+		"$1" "$1" "$LEDGER" "$((RANDOM % 10))"
+}
+
+# How often transaction t-ID ran.
+ran_txn() { if [ -f "$LEDGER" ]; then grep -cx -- "t-$1" "$LEDGER" || true; else echo 0; fi; }
+
+start_loop() {
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 2 --jitter-ms 0 \
+		2>>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	LOOP=$!
+	remember "$LOOP"
+}
+
+# exited PID: PID has ended (a zombie waiting for us counts).
+exited() {
+	local st
+	st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+# The dispatcher's runs in STATE, from its admin list.
+disp_in() { admin GET /admin/runs | grep -o "\"state\":\"$1\"" | wc -l; }
+
+@test "exec-loop stopped at random moments (TERM, HUP, kill -9) and restarted: every transaction runs exactly once" {
+	RANDOM=${RESTART_SEED:-1}
+	local n=${RESTART_RUNS:-30} stops=${RESTART_STOPS:-9} i sig specs=()
+	start_dispatcher
+	for i in $(seq 1 "$n"); do specs+=("$(tspec "w$i")"); done
+	submit "${specs[@]}"
+	for ((i = 1; i <= stops; i++)); do
+		case $((i % 3)) in 1) sig=TERM ;; 2) sig=HUP ;; 0) sig=KILL ;; esac
+		start_loop
+		wait_until '[ -s "$EXEC_STATE_DIR/state.db" ] && [ -n "$(current_session 2>/dev/null)" ] || exited '"$LOOP"
+		sleep "$(printf '0.%03d' $((RANDOM % 400)))"        # a random moment of its life
+		kill -s "$sig" "$LOOP"
+		wait_until "exited $LOOP" || fail "stop $i ($sig) did not end the loop"
+		wait "$LOOP" || true
+	done
+	# declared action: a last loop, left to run until the backlog is done
+	start_loop
+	wait_until '[ "$(admin GET /admin/summary | grep -o "\"ledger_total\":[0-9]*" | cut -d: -f2)" = "'"$n"'" ]' ||
+		fail "ledger: $(admin GET /admin/summary)"
+	wait_until '[ "$(disp_in accepted)" = 0 ] && [ "$(disp_in offered)" = 0 ]' ||
+		fail "still held by a session: $(admin GET /admin/runs)"
+	kill -TERM "$LOOP"
+	wait "$LOOP"
+	# a fresh observer: each transaction ran once, and was charged once
+	for i in $(seq 1 "$n"); do
+		[ "$(ran_txn "w$i")" = 1 ] || fail "t-w$i ran $(ran_txn "w$i") times"
+	done
+	[ "$(wc -l <"$LEDGER")" = "$n" ]
+	run grep -E "unexpected EOF|trap:" "$BATS_TEST_TMPDIR/loop.err"
+	[ "$status" -ne 0 ] || fail "$output"
+}
