@@ -8,7 +8,6 @@
  * its invariants.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -17,10 +16,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "err.h"
+#include "file.h"
 #include "dispatcher/dispatcher.h"
 
 const char PROG[] = "exec-dispatcher";     /* not static: dispatcher/ logs with it */
@@ -33,28 +32,14 @@ struct dispatcher dsp = {
 	.store = { .mu = PTHREAD_MUTEX_INITIALIZER },
 };
 
-/* Write "port\n" to path atomically (temporary file, then rename). */
+/* Write "port\n" to path atomically (file.h), mode 0644. */
 static int
 write_port_file(const char *path, unsigned port, struct ek_err *e)
 {
-	char tmp[4096], line[16];
-	int fd, n = snprintf(line, sizeof line, "%u\n", port);
+	char line[16];
+	int n = snprintf(line, sizeof line, "%u\n", port);
 
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-		return ek_fail(e, EK_CANTCREAT, "%s: path too long", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return ek_fail(e, EK_CANTCREAT, "%s: %s", tmp, strerror(errno));
-	if (write(fd, line, (size_t)n) != n || fsync(fd) < 0 || close(fd) < 0) {
-		ek_fail(e, EK_IOERR, "%s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) < 0) {
-		ek_fail(e, EK_CANTCREAT, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return file_write_atomic(path, line, (size_t)n, 0644, e);
 }
 
 /* Print the help text on stdout. */

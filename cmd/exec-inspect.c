@@ -27,8 +27,10 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "metrics.h"
 #include "relay.h"
 #include "runs.h"
 #include "state.h"
@@ -368,7 +370,7 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 	if (!(text = inspect_metrics_text(&f)))
 		return ek_fail(e, EK_OSERR, "out of memory");
 	if (o->output)
-		rc = inspect_write_atomic(o->output, text, e);
+		rc = file_write_atomic(o->output, text, strlen(text), 0644, e);
 	else
 		fputs(text, stdout);
 	free(text);
@@ -561,10 +563,11 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->timeout_ms = 5000;
 	o->sep = '\n';
+	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "h0", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return -2;
-		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
+		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_SESSION: o->session = optarg; break;
@@ -611,7 +614,7 @@ main(int argc, char **argv)
 	bool relay;
 
 	if (rc)
-		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	deadline = mono_ms() + o.timeout_ms;
 	relay = strcmp(o.cmd, "relay") == 0;
 	if ((strcmp(o.cmd, "lookup") == 0 || strcmp(o.cmd, "show") == 0) && !run_id_valid(o.arg)) {

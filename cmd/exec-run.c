@@ -45,6 +45,7 @@
 #include "guest.h"
 #include "isolate.h"
 #include "jsonout.h"
+#include "outcome.h"
 #include "proc.h"
 #include "reserve.h"
 #include "result.h"
@@ -147,39 +148,6 @@ catch_stop_signals(void)
 }
 
 /* --- supervise ------------------------------------------------------------ */
-
-/* Words of the result: outcome, exit code and message for how it ended. */
-static void
-describe_end(const struct run *r, const struct guest_end *end, const char **outcome,
-    int *code, char *msg, size_t n)
-{
-	int ws = end->wait_status;
-
-	*code = guest_exit_code(end);
-	if (end->why == GUEST_NOT_RUN) {
-		*outcome = "exec_failed";
-		*code = 126;
-		snprintf(msg, n, "not run: %.440s", end->not_run);
-	} else if (end->why == GUEST_EXEC_FAILED) {
-		*outcome = "exec_failed";
-		snprintf(msg, n, "cannot execute '%s': %s", r->program, strerror(end->exec_errno));
-	} else if (end->why == GUEST_TIMEOUT) {
-		*outcome = "timeout";
-		*code = 124;
-		snprintf(msg, n, "timed out after %lld ms", (long long)r->timeout_ms);
-	} else if (end->why == GUEST_STOPPED) {
-		*outcome = "cancelled";
-		*code = 128 + SIGTERM;
-		snprintf(msg, n, "%s", end->stop_signal == SIGUSR1 ? "cancelled" :
-		    "cancelled: the supervisor was asked to stop");
-	} else if (WIFSIGNALED(ws)) {
-		*outcome = "killed";
-		snprintf(msg, n, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
-	} else {
-		*outcome = "exited";
-		snprintf(msg, n, "exited with status %d", WEXITSTATUS(ws));
-	}
-}
 
 /* Containment fell back or fell short: one line on stderr, never a failure. */
 static void
@@ -301,7 +269,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	bool won;
 	int code;
 
-	describe_end(r, end, &outcome, &code, msg, sizeof msg);
+	outcome_describe(end, r->program, r->timeout_ms, &outcome, &code, msg, sizeof msg);
 	db_wait_begin(&st->db, &w);
 	while (result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
@@ -710,8 +678,8 @@ static int
 parse_opt(int c, struct opts *o, char **argv)
 {
 	switch (c) {
-	case OPT_HELP: fputs(USAGE, stdout); return -2;
-	case OPT_VERSION: cli_version(PROG); return -2;
+	case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
+	case OPT_VERSION: cli_version(PROG); return CLI_DONE;
 	case OPT_STATE_DIR: o->state_dir = optarg; return 0;
 	case OPT_JSON: o->json = 1; return 0;
 	case OPT_WAIT: o->wait = 1; return 0;
@@ -742,6 +710,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .ready_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
 		.max_output = 1 << 20, .timeout_ms = 60000 };
+	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
 		if ((rc = parse_opt(c, o, argv)) != 0)
 			return rc;
@@ -778,7 +747,7 @@ main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
-		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (strcmp(o.cmd, "isolation") == 0)
 		return cli_finish(PROG, cmd_isolation(cli_state_dir(o.state_dir), &o, &e) < 0 ?
 		    ek_report(PROG, &e) : EK_OK);

@@ -462,10 +462,11 @@ parse_args(int argc, char **argv, struct opts *o)
 	int c;
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
+	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return -2;
-		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
+		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
@@ -506,7 +507,7 @@ main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o), flags = 0;
 
 	if (rc)
-		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (strcmp(o.cmd, "open") == 0)
 		flags = STATE_CREATE;
 	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&

@@ -246,10 +246,11 @@ parse_args(int argc, char **argv, struct opts *o, int64_t *cap)
 	int c;
 
 	*o = (struct opts){ 0 };
+	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return -2;
-		case OPT_VERSION: cli_version(PROG); return -2;
+		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
+		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DESTINATION: o->destination = optarg; break;
@@ -286,7 +287,7 @@ main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o, &cap);
 
 	if (rc)
-		return rc == -2 ? cli_finish(PROG, EK_OK) : rc;
+		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
 	rc = dispatch(&st, &o, cap, &e);

@@ -14,6 +14,10 @@
 enum { OPT_HELP = 'h', OPT_VERSION = 0x100, OPT_STATE_DIR, OPT_JSON,
 	OPT_FIRST_TOOL /* tool-specific options start here */ };
 
+/* What a tool's parse_args() returns once --help or --version has been
+ * printed: main then exits 0 without doing anything else. */
+#define CLI_DONE (-2)
+
 #define CLI_COMMON_OPTIONS \
 	{ "help", no_argument, NULL, OPT_HELP }, \
 	{ "version", no_argument, NULL, OPT_VERSION }

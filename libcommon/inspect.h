@@ -1,7 +1,8 @@
 /*
  * inspect — read-only questions about stored runs: the InspectRetainedRun
  * point lookup (session-gated) and the operator's views (summary, lists,
- * everything about one run, the figures as Prometheus metrics).
+ * everything about one run, the figures; metrics.h writes them as
+ * Prometheus metrics).
  *
  * Nothing here writes.  inspect_guard() turns the state connection into an
  * inspector's before the first question:
@@ -129,8 +130,8 @@ int inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_e
 /*
  * The operator's figures: the summary (summary.h), read in one snapshot,
  * with the wall-clock time of the read.  `exec-inspect summary --json` and
- * `exec-inspect metrics` print these same figures; doc/json.md (record
- * summary) maps each JSON field to its metric.
+ * `exec-inspect metrics` (metrics.h) print these same figures; doc/json.md
+ * (record summary) maps each JSON field to its metric.
  */
 struct inspect_figures {
 	struct summary s;
@@ -140,17 +141,5 @@ struct inspect_figures {
 
 /* Read the figures in one read transaction.  0 or -1. */
 int inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e);
-
-/* The figures in the Prometheus text exposition format (0.0.4): every
- * metric named execkit_*, each with its HELP and TYPE lines.  A new string
- * for free(), NULL when out of memory. */
-char *inspect_metrics_text(const struct inspect_figures *f);
-
-/* Replace path with text atomically: write a temporary file beside it
- * (".NAME.XXXXXX": node_exporter's textfile collector reads only *.prom),
- * mode 0644, fsync it, rename it over path, fsync the directory.  Readers
- * see the old file or the new one, never a part.  EK_CANTCREAT when the
- * temporary file cannot be created, EK_IOERR when a write fails. */
-int inspect_write_atomic(const char *path, const char *text, struct ek_err *e);
 
 #endif

@@ -20,10 +20,10 @@ for variant in plain sanitizers; do
 	echo "== test suite ($variant)"
 	# Under the sanitizers every process is several times slower: the crash
 	# drills take fewer seeds there (the plain run alone makes > 200 crashes).
-	seeds=14 kills=12
-	[ "$variant" = sanitizers ] && seeds=4 kills=4
+	seeds=14 kills=12 stops=200
+	[ "$variant" = sanitizers ] && seeds=4 kills=4 stops=60
 	start=$(date +%s)
-	DRILL_SEEDS=$seeds SOAK_KILLS=$kills \
+	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		make -s -j4 -C "$dir" check >/dev/null 2>&1 || status=1
 	echo "   $(($(date +%s) - start)) s"
@@ -49,7 +49,7 @@ if [ -x build/exec-run ]; then
 	stress=$!
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # the list is globs
-	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=3 SOAK_KILLS=4 \
+	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=3 SOAK_KILLS=4 LOOP_STOPS=40 \
 		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null || true
 	kill "$stress" 2>/dev/null
 	wait "$stress" 2>/dev/null

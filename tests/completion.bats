@@ -165,7 +165,7 @@ sorted() { LC_ALL=C sort; }
 	assert_output ''
 	assert_equal "$(sha256sum "$EXEC_STATE_DIR"/state.db "$EXEC_STATE_DIR"/state.db-wal 2>/dev/null)" "$before"
 	exec-run cancel s1 --session "$(current_session)" >/dev/null
-	exec-run wait --timeout-ms 10000 >/dev/null
+	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null
 }
 
 @test "no destinations when exec-shares cannot tell: nothing, quietly" {

@@ -164,7 +164,7 @@ SQL
 	cmp "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/both"
 	run exec-reconcile --export-evidence "$two"
 	assert_success
-	assert_output "exported $((n - EVIDENCE_CHUNK_ROWS)) results"
+	assert_output "exported $((n - EVIDENCE_CHUNK_ROWS)) results, removed 0 output files"
 	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
 	exported_ids "$one" "$two" >"$BATS_TEST_TMPDIR/both"
 	cmp "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/both"        # each exactly once
@@ -189,7 +189,7 @@ SQL
 	[ "$(sql "SELECT count(*) FROM receipts")" = $((n + 1 - PRUNE_CHUNK_ROWS)) ]
 	run exec-reconcile --prune-receipts 1d
 	assert_success
-	assert_output "pruned $((n - PRUNE_CHUNK_ROWS)) receipts"
+	assert_output "pruned $((n - PRUNE_CHUNK_ROWS)) receipts, removed 0 output files"
 	[ "$(sql "SELECT group_concat(run_id) FROM receipts")" = "p$((n + 1))" ]   # the recent one stays
 }
 

@@ -34,6 +34,8 @@ load doclib   # TOOLS, and what --help, the man page and the completion say
 		[ -z "$output" ] || fail "$t wrote to stdout"
 		[[ "$stderr" == *"$t: "*"--no-such-option"* ]] || fail "$t stderr: $stderr"
 		[[ "$stderr" == *"Try '$t --help'"* ]] || fail "$t: no hint"
+		# said once: not getopt's message and then the tool's own
+		[ "$(grep -c -- "--no-such-option" <<<"$stderr")" = 1 ] || fail "$t said it twice: $stderr"
 	done
 }
 

@@ -112,3 +112,33 @@ exited() {
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 0 ]
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'closed'")" = "$n" ]
 }
+
+@test "after a start (or an outage) the first reconcile pass waits within --jitter-ms; with 0 it goes at once" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec j1)" "$(spec j2)"
+	fault 5xx 100
+	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
+	admin DELETE /admin/faults >/dev/null
+	[ "$(sql "SELECT count(*) FROM results")" = 2 ]          # retained: a pass is due
+	exec-session close >/dev/null
+	local reports beat
+	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
+	# a jitter window of an hour: the loop heartbeats on, but no pass starts
+	start_loop --jitter-ms 3600000
+	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
+	beat=$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = 'current'")
+	wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
+	beat=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
+	wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
+	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]   # nothing sent yet
+	[ "$(sql "SELECT count(*) FROM results")" = 2 ]
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID"
+	# no jitter: the first heartbeat's pass delivers them (adopted at open)
+	start_loop --jitter-ms 0
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID"
+	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
+}

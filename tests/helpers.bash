@@ -64,6 +64,8 @@ kill_recorded() {
 		"SELECT sup_pid, sup_start, '' FROM runs WHERE sup_pid > 0
 		 UNION ALL SELECT guest_pid, guest_start, '-' FROM runs WHERE guest_pid > 0 AND guest_start > 0" \
 		2>/dev/null | while IFS='|' read -r pid start group; do
+			# never this test itself (a drill may record its own pid as a supervisor)
+			case $pid in "$$" | "$BASHPID" | "$PPID") continue ;; esac
 			[ "$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null)" = "$start" ] &&
 				kill -KILL -- "$group$pid" 2>/dev/null
 			true

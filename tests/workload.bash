@@ -74,7 +74,7 @@ workload() {
 	j event exec-run start --json
 	j event exec-run cancel c1 --session "$WORKLOAD_SID" --json
 	j event exec-run cancel c2 --session "$WORKLOAD_SID" --json
-	exec-run wait --timeout-ms 10000 >/dev/null
+	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null
 
 	# The first session ends; the second quarantines q-old and orphans k-old.
 	FIRST_SID=$WORKLOAD_SID
@@ -133,8 +133,9 @@ workload_housekeeping() {
 	j event exec-session adopt "$FIRST_SID" --json   # k-old: deliverable again, not exported
 	j event exec-reconcile --json --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --prune-receipts 30d
+	j event exec-reconcile --json --output-cap 0
 	exec-run cancel s2 --session "$WORKLOAD_SID" >/dev/null
-	exec-run wait --timeout-ms 10000 >/dev/null
+	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null
 	j event exec-session close --json
 }
 
@@ -143,7 +144,7 @@ workload_housekeeping() {
 teardown() {
 	if [ -n "${WORKLOAD_SID:-}" ]; then
 		exec-run cancel s2 --session "$WORKLOAD_SID" >/dev/null 2>&1 || true
-		exec-run wait --timeout-ms 10000 >/dev/null 2>&1 || true
+		exec-run wait --timeout-ms "$WAIT_MS" >/dev/null 2>&1 || true
 	fi
 	common_teardown
 }

@@ -26,7 +26,7 @@ load drill
 	wait_until '[ "$(val "SELECT count(*) FROM results WHERE attempts >= 1")" -ge 3 ]'
 	fault 5xx 1000                                  # queued in memory: must not survive
 	kill_dispatcher                                 # the loss
-	exec-run wait --timeout-ms 20000                # every supervisor ends on its own
+	exec-run wait --timeout-ms "$WAIT_MS"                # every supervisor ends on its own
 	# witness after the loss: every result retained, none acknowledged
 	[ "$(val "SELECT count(*) FROM results WHERE refused = 0")" = 5 ]
 	[ "$(val "SELECT count(*) FROM receipts")" = 0 ]

@@ -35,7 +35,7 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	assert_output --partial '"recomputed":true'             # rebuilt, not remembered
 	[ "$(norm)" = "$before" ]
 	touch "$GO"
-	exec-run wait --timeout-ms 10000
+	exec-run wait --timeout-ms "$WAIT_MS"
 	check
 }
 
@@ -49,7 +49,7 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	[ "$(bps p2)" = 400 ]
 	[ "$(stat -c %a "$EXEC_STATE_DIR/out/p1.limits")" = 600 ]
 	touch "$GO"
-	exec-run wait --timeout-ms 10000
+	exec-run wait --timeout-ms "$WAIT_MS"
 	check
 }
 
@@ -65,7 +65,7 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	wait_until '[ -e "$EXEC_STATE_DIR/out/o2.stdout" ]'
 	rm -f "$EXEC_STATE_DIR"/out/o2.std*                   # the loss, while o2 runs
 	touch "$GO"
-	exec-run wait --timeout-ms 10000
+	exec-run wait --timeout-ms "$WAIT_MS"
 	exec-reconcile --drain >/dev/null
 	[ "$(val "SELECT outcome || exit_code FROM receipts WHERE run_id = 'o2'")" = exited0 ]
 	run exec-session report

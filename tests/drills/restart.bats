@@ -71,3 +71,53 @@ disp_in() { admin GET /admin/runs | grep -o "\"state\":\"$1\"" | wc -l; }
 	run grep -E "unexpected EOF|trap:" "$BATS_TEST_TMPDIR/loop.err"
 	[ "$status" -ne 0 ] || fail "$output"
 }
+
+# A second executor, with its own state directory.
+other_loop() {
+	EXEC_STATE_DIR=$BATS_TEST_TMPDIR/state-b exec-loop --dispatcher "$DISP_URL" --tick 0.05 \
+		--slots 4 --jitter-ms 0 2>>"$BATS_TEST_TMPDIR/loop-b.err" 3>&- &
+	LOOP_B=$!
+	remember "$LOOP_B"
+}
+
+# gated ID: a guest that appends its transaction id, then waits for $GO.
+gated() {
+	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","echo \\"$EXEC_TXN_ID\\" >> %s; i=0; while [ ! -e %s ] && [ $i -lt %s ]; do sleep 0.025; i=$((i+1)); done"]}' \
+		"$1" "$1" "$LEDGER" "$GO" "$WAIT_TRIES"
+}
+
+@test "two executors, one stopped for good: its never-started work finishes on the other, its unfinished work is abandoned explicitly, nothing runs twice" {
+	start_dispatcher --settle-after-ms 0 --abandon-after-ms 3000
+	local i
+	# executor A starts two long runs, and queues what its prefetch allows
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 2 --prefetch 2 --jitter-ms 0 --drain-ms 100 \
+		2>>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	LOOP=$!
+	remember "$LOOP"
+	submit "$(gated g1)" "$(gated g2)"
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 2 ]'
+	local specs=()
+	for i in 1 2 3 4 5 6; do specs+=("$(tspec "q$i")"); done
+	submit "${specs[@]}"
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''queued'\''")" = 2 ]'
+	# A stops for good: a clean stop (its queue handed back), then its
+	# machine is gone with its running guests
+	kill -TERM "$LOOP"
+	wait "$LOOP" || true
+	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL")" = 2 ]
+	kill_recorded
+	# B takes everything that never started on A, and runs it once
+	other_loop
+	wait_until '[ "$(disp_in finished)" = 6 ]' || fail "$(admin GET /admin/runs)"
+	# A's two unfinished runs: nobody can say how they ended, so they are
+	# abandoned visibly, never re-run
+	wait_until '[ "$(disp_in abandoned)" = 2 ]' || fail "$(admin GET /admin/summary)"
+	kill -TERM "$LOOP_B"
+	wait "$LOOP_B"
+	for i in 1 2 3 4 5 6; do
+		[ "$(ran_txn "q$i")" = 1 ] || fail "t-q$i ran $(ran_txn "q$i") times"
+	done
+	[ "$(ran_txn g1) $(ran_txn g2)" = "1 1" ]          # started once, on A, never again
+	[ "$(disp_in accepted) $(disp_in offered)" = "0 0" ]
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":6' ]
+}

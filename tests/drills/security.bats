@@ -35,7 +35,7 @@ load drill
 	[ "$(grep -vc '^[67]00 ' <<<"$output")" = 0 ]
 	[ "$(grep -c '^600 ' <<<"$output")" = $(($(grep -c . <<<"$output") - 2)) ]
 	touch "$GO"
-	exec-run wait --timeout-ms 10000
+	exec-run wait --timeout-ms "$WAIT_MS"
 	run modes
 	[ "$(grep -c '^600 ' <<<"$output")" = $(($(grep -c . <<<"$output") - 2)) ]
 }

@@ -1,0 +1,26 @@
+/*
+ * file — whole files outside the state directory (the metrics text, the
+ * dispatcher's port file), replaced so that a reader never sees a part.
+ * Files inside the state directory go through state.h instead
+ * (state_write_atomic_at), which never follows a link.
+ */
+#ifndef EK_FILE_H
+#define EK_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/* Replace path with the n bytes of data atomically: write a temporary file
+ * beside it (".NAME.XXXXXX": node_exporter's textfile collector reads only
+ * *.prom), give it mode (exactly, whatever the umask), fsync it, rename it
+ * over path, fsync the directory.  Readers see the old file or the new
+ * one, never a part; once this returns 0 the new one survives a crash.
+ * 0, or -1 (e filled): EK_USAGE when path names a directory or is too
+ * long, EK_CANTCREAT when the temporary file cannot be created, EK_IOERR
+ * when a write, the rename or the directory's fsync fails (a temporary
+ * file is never left behind). */
+int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, struct ek_err *e);
+
+#endif
