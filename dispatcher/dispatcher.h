@@ -177,7 +177,8 @@ struct req {
 	char *body;
 	size_t len, cap, limit;
 	bool too_big, is_result, rollback;
-	bool gated;                              /* counted against --max-inflight */
+	bool gated;                              /* counted in the stats' in-flight */
+	bool gateable;                           /* ... and against --max-inflight */
 	int retry_after_s;                       /* > 0: answer with Retry-After */
 	json_t *in, *out;
 	struct fault fault;

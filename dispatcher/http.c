@@ -249,11 +249,12 @@ dispatch(struct req *rq)
  * answered 429 with Retry-After, unhandled — except heartbeats and
  * negotiations, which are never refused for load (a session must not
  * expire because its executor's deliveries were throttled), and the admin
- * endpoints.  Every request counts in flight from its first byte to its
- * end, so the gate sees the whole load.
+ * endpoints.  The gate counts the requests it may refuse, each from its
+ * first byte to its end; /admin/stats counts every request.
  */
 static struct {
 	atomic_llong in_flight, max_in_flight, requests, gated_429;
+	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
 } stats;
 
 /* Is rq one the gate never refuses? */
@@ -277,6 +278,8 @@ gate_enter(struct req *rq)
 
 	atomic_fetch_add(&stats.requests, 1);
 	rq->gated = true;
+	if ((rq->gateable = !gate_exempt(rq)))
+		atomic_fetch_add(&stats.gateable, 1);
 	max = atomic_load(&stats.max_in_flight);
 	while (now > max && !atomic_compare_exchange_weak(&stats.max_in_flight, &max, now))
 		;
@@ -286,8 +289,8 @@ gate_enter(struct req *rq)
 static bool
 gate_closed(struct req *rq)
 {
-	if (dsp.cfg.max_inflight <= 0 || gate_exempt(rq) ||
-	    atomic_load(&stats.in_flight) <= dsp.cfg.max_inflight)
+	if (dsp.cfg.max_inflight <= 0 || !rq->gateable ||
+	    atomic_load(&stats.gateable) <= dsp.cfg.max_inflight)
 		return false;
 	atomic_fetch_add(&stats.gated_429, 1);
 	rq->retry_after_s = (int)dsp.cfg.retry_after_s;
@@ -415,6 +418,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		return;
 	if (rq->gated)
 		atomic_fetch_sub(&stats.in_flight, 1);
+	if (rq->gateable)
+		atomic_fetch_sub(&stats.gateable, 1);
 	json_decref(rq->in);
 	json_decref(rq->out);
 	free(rq->body);
