@@ -45,6 +45,23 @@ one_session(struct state *st, sqlite3_stmt *q, struct session *s, struct ek_err 
 }
 
 int
+binding_count(struct state *st, const char *sql, const struct binding *b, int64_t *n,
+    struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, sql, e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, b->incarnation);
+	db_bind_text(q, 2, b->session_id);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		*n = sqlite3_column_int64(q, 0);
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 session_wait_in(struct state *st, const struct binding *b, int64_t until, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "UPDATE sessions SET retry_after_at = ?3 "

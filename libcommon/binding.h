@@ -34,6 +34,11 @@ int session_wait_in(struct state *st, const struct binding *b, int64_t until, st
 
 bool binding_eq(const struct binding *a, const struct binding *b);
 
+/* Run sql, a count whose ?1 and ?2 are b's incarnation and session id,
+ * into *n.  0 or -1. */
+int binding_count(struct state *st, const char *sql, const struct binding *b, int64_t *n,
+    struct ek_err *e);
+
 /* The current session: 1 found, 0 none, -1 error. */
 int session_current(struct state *st, struct session *s, struct ek_err *e);
 

@@ -242,18 +242,8 @@ receipt_exists(struct state *st, const char *run_id, struct ek_err *e)
 int
 result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM results INDEXED BY results_deliverable "
-	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*n = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	return binding_count(st, "SELECT count(*) FROM results INDEXED BY results_deliverable "
+	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0", b, n, e);
 }
 
 int

@@ -546,19 +546,9 @@ run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
 int
 run_count_queued(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM runs WHERE incarnation = ?1 "
+	return binding_count(st, "SELECT count(*) FROM runs WHERE incarnation = ?1 "
 	    "AND session_id = ?2 AND state = 'queued' AND NOT EXISTS "
-	    "(SELECT 1 FROM handbacks h WHERE h.run_id = runs.run_id)", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*n = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	    "(SELECT 1 FROM handbacks h WHERE h.run_id = runs.run_id)", b, n, e);
 }
 
 int

@@ -140,25 +140,7 @@ adopt_and_drain() {
 	run exec-session report --json
 	assert_output --partial '"quarantined":{"total":1,'
 	check --drained
-	if [ "$status_word" = revoked ]; then refused_adoption; else adopt_and_drain; fi
-}
-
-# A revoked session's authority is gone for good: the dispatcher refuses to
-# let it be adopted (76), and its results stay retained as evidence here,
-# never sent, until an operator exports them (exec-reconcile --export-evidence).
-refused_adoption() {
-	local id
-	run exec-session adopt "$OLD"
-	[ "$status" -eq "$EK_PROTOCOL" ]
-	assert_output --partial "revoked"
-	exec-reconcile --drain >/dev/null || true
-	for id in m1 m2 m3; do
-		[ "$(val "SELECT count(*) FROM results WHERE run_id = '$id' AND refused = 0")" = 1 ]
-		[ "$(disp_charges "$id")" = 0 ]
-	done
-	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" >/dev/null
-	[ "$(grep -c '"run_id":"m[123]"' "$BATS_TEST_TMPDIR/evidence.jsonl")" = 3 ]
-	[ "$(val "SELECT count(*) FROM results")" = 0 ]
+	adopt_and_drain
 }
 
 # Two results of session OLD retained (their reports failed), as a restart
