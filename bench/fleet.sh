@@ -371,9 +371,11 @@ fleet_run() {   # MODE (gate | nogate)
 	say "$mode: dispatcher at $url (${gate_opts[*]}); starting $N executors over ${TICK}s"
 
 	# The probe's own session; its credential only in a 0600 header file.
-	local xid
+	local xid xkey
 	xid=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	resp=$(post /v1/sessions "{\"executor_id\":\"$xid\"}") || die "probe: POST /v1/sessions failed"
+	xkey=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+	resp=$(post /v1/sessions "{\"executor_id\":\"$xid\",\"executor_key\":\"$xkey\"}") ||
+		die "probe: POST /v1/sessions failed"
 	[[ $resp =~ \"session_id\":\"([^\"]+)\" ]] && sid=${BASH_REMATCH[1]}
 	[[ $resp =~ \"credential\":\"([0-9a-f]+)\" ]] && cred=${BASH_REMATCH[1]}
 	[ -n "${sid:-}" ] && [ -n "${cred:-}" ] || die "probe: POST /v1/sessions answered no session"

@@ -108,8 +108,8 @@ fail(const char *what, long status, const struct buf *b)
 static int
 floor_negotiate(char *inc, char *sid)
 {
-	char body[128], exec_id[33], cred[80];
-	unsigned char raw[16];
+	char body[192], exec_id[33], key[65], cred[80];
+	unsigned char raw[48];
 	struct buf b;
 	long status;
 	int i;
@@ -118,12 +118,14 @@ floor_negotiate(char *inc, char *sid)
 		return perror("getrandom"), 1;
 	for (i = 0; i < 16; i++)
 		sprintf(exec_id + 2 * i, "%02x", raw[i]);
+	for (i = 0; i < 32; i++)
+		sprintf(key + 2 * i, "%02x", raw[16 + i]);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (!(cu = curl_easy_init()))
 		return fprintf(stderr, "%s: curl_easy_init failed\n", floor_prog), 1;
 	curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(cu, CURLOPT_NOPROXY, "*");
-	snprintf(body, sizeof body, "{\"executor_id\":\"%s\"}", exec_id);
+	snprintf(body, sizeof body, "{\"executor_id\":\"%s\",\"executor_key\":\"%s\"}", exec_id, key);
 	status = call("POST", "/v1/sessions", body, &b);
 	if (status != 201 || !str_field(b.p, "incarnation", inc, 64) ||
 	    !str_field(b.p, "session_id", sid, 64) || !str_field(b.p, "credential", cred, sizeof cred))

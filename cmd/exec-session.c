@@ -66,8 +66,9 @@ static const char USAGE[] =
 	"\n"
 	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
 	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
-	"answered nonsense or refused the adoption; 77 no current session or session\n"
-	"over; 78 state from another version.\n";
+	"answered nonsense or refused the adoption; 77 no current session, session\n"
+	"over, or the dispatcher refused this executor's key; 78 state from another\n"
+	"version.\n";
 
 struct opts {
 	const char *state_dir, *dispatcher, *cmd, *arg;
@@ -132,6 +133,27 @@ read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_e
 	return 0;
 }
 
+/* POST /v1/sessions with this executor's id and its key (the proof the
+ * dispatcher binds the id to: doc/protocol.md, "The executor's key").  The
+ * key lives in this process only for the request, and is never printed. */
+static int
+negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e)
+{
+	char key[STATE_KEY_HEX + 1];
+	json_t *req;
+	int rc;
+
+	if (state_executor_key(st, key, sizeof key, e) < 0)
+		return -1;
+	req = json_pack("{s:s, s:s}", "executor_id", st->executor_id, "executor_key", key);
+	explicit_bzero(key, sizeof key);
+	if (!req)
+		return ek_fail(e, EK_OSERR, "out of memory");
+	rc = client_call(o->dispatcher, "POST", "/v1/sessions", NULL, req, o->timeout_ms, ans, NULL, e);
+	json_decref(req);
+	return rc;
+}
+
 static int adopt_earlier(struct state *st, const struct opts *o, struct session *cur,
     struct ek_err *e);
 
@@ -141,15 +163,10 @@ cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
 	struct session s = { 0 };
 	struct summary sm;
 	char cred[256];
-	json_t *req, *ans;
+	json_t *ans;
 	int unknown, finished, rc;
 
-	if (run_sweep(st, &unknown, &finished, e) < 0)
-		return -1;
-	req = json_pack("{s:s}", "executor_id", st->executor_id);
-	rc = client_call(o->dispatcher, "POST", "/v1/sessions", NULL, req, o->timeout_ms, &ans, NULL, e);
-	json_decref(req);
-	if (rc < 0)
+	if (run_sweep(st, &unknown, &finished, e) < 0 || negotiate(st, o, &ans, e) < 0)
 		return -1;
 	rc = read_negotiation(ans, &s, cred, sizeof cred, e);
 	json_decref(ans);
@@ -386,6 +403,18 @@ cmd_adopt(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* Is cur still this state's current session?  A refusal of one adoption
+ * (403: not this executor's key) leaves it current; a session found over
+ * (401, 410) was ended here by session_call(). */
+static bool
+session_still_current(struct state *st, const struct session *cur)
+{
+	struct session now;
+	struct ek_err e2;
+
+	return session_require(st, cur->b.session_id, &now, &e2) == 0;
+}
+
 /* open --adopt: every earlier session of the same dispatcher incarnation
  * that still holds retained, unrefused results, or runs still running, is
  * adopted, so results retained before a restart (or chosen after it by a
@@ -414,7 +443,7 @@ adopt_earlier(struct state *st, const struct opts *o, struct session *cur, struc
 	db_done(&st->db, q);
 	for (i = 0; rc == 0 && i < n; i++) {
 		if (adoptable(st, sids[i], cur, &old, e) < 0 || adopt_one(st, o, cur, &old, &count, e) < 0) {
-			if (e->code == EK_NOSESSION)
+			if (e->code == EK_NOSESSION && !session_still_current(st, cur))
 				return -1;   /* our own session is over: nothing to adopt for */
 			fprintf(stderr, "%s: open --adopt: session '%s' not adopted: %s\n", PROG, sids[i],
 			    e->msg);

@@ -74,8 +74,8 @@
  *  1. A run's first accepted result is recorded once, with exactly one
  *     ledger charge; a duplicate or refused report changes neither.
  *  2. Every report to /v1/results is kept in `reports`, whatever its answer.
- *  3. Credentials and client tokens are never logged and only their
- *     SHA-256 is stored.
+ *  3. Credentials, client tokens and executor keys are never logged and
+ *     only their SHA-256 is stored.
  *  4. The server binds 127.0.0.1 only.
  *  5. An inspection's answer is recorded once, only from the session it
  *     names, and never with a field its outcome does not have.
@@ -94,6 +94,9 @@
  *     for it; from then on every result for the original is refused, so
  *     a transaction is charged at most once along its chain of re-queues.
  *  9. A revoked session is never adopted.
+ * 10. An executor_id is bound to the key of its first negotiation, for
+ *     good: a negotiation naming it without that key is refused (403), and
+ *     a session adopts only sessions negotiated with its own key.
  */
 #ifndef EK_DISPATCHER_H
 #define EK_DISPATCHER_H

@@ -59,24 +59,64 @@ sess_load(struct req *rq, const char *sid, struct sess *s)
 	return r;
 }
 
-/* Does the Bearer credential hash to want (compared in constant time)? */
+/* Are two SHA-256 hex digests equal?  In constant time: how much of a
+ * stored digest a guess matched never shows in the answer's timing. */
+static bool
+sha_eq(const char *got, const char *want)
+{
+	unsigned diff = 0;
+	size_t i;
+
+	if (strlen(got) != SHA256_HEX_LEN || strlen(want) != SHA256_HEX_LEN)
+		return false;
+	for (i = 0; i < SHA256_HEX_LEN; i++)
+		diff |= (unsigned)(got[i] ^ want[i]);
+	return diff == 0;
+}
+
+/* Does the Bearer credential hash to want? */
 static bool
 cred_ok(struct req *rq, const char *want)
 {
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	char got[SHA256_HEX_LEN + 1];
-	unsigned diff = 0;
-	size_t i;
 
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || strlen(want) != SHA256_HEX_LEN)
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	for (h += 7; *h == ' '; h++)
 		;
 	sha256_hex(h, strlen(h), got);
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		diff |= (unsigned)(got[i] ^ want[i]);
-	return diff == 0;
+	return sha_eq(got, want);
+}
+
+/* Inside the negotiation's transaction: prove executor xid's key (may be
+ * NULL), whose SHA-256 is key_sha, against its binding, or bind xid to it
+ * if it has none (invariant 10).  0, or the error status (answer set). */
+static int
+key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT key_sha256 FROM executor_keys"
+	    " WHERE executor_id=?", "s", xid);
+	char want[SHA256_HEX_LEN + 1] = "";
+	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+
+	if (r == 1)
+		db_col_text(st, 0, want, sizeof want);
+	db_done(&dsp.store.db, st);
+	if (r < 0)
+		return internal(rq);
+	if (r == 1 && (!key || !sha_eq(key_sha, want)))
+		return fail(rq, 403, "executor_key_mismatch", "executor '%s' is bound to another"
+		    " executor_key: %s", xid, key ? "this one does not match" : "none was sent");
+	if (r == 1)
+		return 0;
+	if (!key)
+		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
+	if (sql_exec(&rq->e, "INSERT INTO executor_keys(executor_id, key_sha256, bound_ms)"
+	    " VALUES(?,?,?)", "ssi", xid, key_sha, now_ms()) < 0)
+		return internal(rq);
+	return 0;
 }
 
 int
@@ -104,7 +144,9 @@ h_negotiate(struct req *rq)
 {
 	json_t *in = body_json(rq);
 	const char *xid = in ? json_string_value(json_object_get(in, "executor_id")) : NULL;
-	char sid[24], cred[72], cred_sha[SHA256_HEX_LEN + 1];
+	json_t *kv = in ? json_object_get(in, "executor_key") : NULL;
+	const char *key = json_string_value(kv);
+	char sid[24], cred[72], cred_sha[SHA256_HEX_LEN + 1], key_sha[SHA256_HEX_LEN + 1] = "";
 	int64_t now = now_ms();
 	int status;
 
@@ -112,18 +154,25 @@ h_negotiate(struct req *rq)
 		return 400;
 	if (!xid || !is_hex(xid, 32))
 		return fail(rq, 400, "invalid", "executor_id must be 32 hex digits");
+	if (kv && (!key || !is_hex(key, 64)))   /* absent: key_prove() says what that means */
+		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
 	if (random_id(sid, sizeof sid, "ses-", 8) < 0 || random_id(cred, sizeof cred, "", 32) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(cred, strlen(cred), cred_sha);
+	if (key)
+		sha256_hex(key, strlen(key), key_sha);
 	if (tx_begin(rq) < 0)
 		return 500;
-	if (sql_exec(&rq->e, "UPDATE sessions SET status='replaced'"
+	status = key_prove(rq, xid, key, key_sha);
+	if (status == 0 && (sql_exec(&rq->e, "UPDATE sessions SET status='replaced'"
 	    " WHERE executor_id=? AND status='current'", "s", xid) < 0 ||
 	    sql_exec(&rq->e, "INSERT INTO sessions(session_id, incarnation, executor_id,"
 	    " cred_sha256, status, lease_expires_ms, created_ms) VALUES(?,?,?,?,'current',?,?)",
-	    "ssssii", sid, dsp.store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0)
+	    "ssssii", sid, dsp.store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0 ||
+	    sql_exec(&rq->e, "INSERT INTO session_keys(session_id, key_sha256) VALUES(?,?)",
+	    "ss", sid, key_sha) < 0))
 		status = internal(rq);
-	else
+	else if (status == 0)
 		status = answer(rq, 201, json_pack("{s:s, s:s, s:s, s:I, s:I}",
 		    "incarnation", dsp.store.incarnation, "session_id", sid, "credential", cred,
 		    "lease_ms", (json_int_t)dsp.cfg.lease_ms,
@@ -175,6 +224,24 @@ h_close(struct req *rq)
 	return tx_end(rq, status);
 }
 
+/* Were sessions a and b negotiated with the same key?  1 yes, 0 no (or
+ * one of them predates keys), -1 store error. */
+static int
+same_key(struct req *rq, const char *a, const char *b)
+{
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT ka.key_sha256, kb.key_sha256 FROM session_keys ka"
+	    " JOIN session_keys kb ON kb.session_id=? WHERE ka.session_id=?", "ss", b, a);
+	char x[SHA256_HEX_LEN + 1] = "", y[SHA256_HEX_LEN + 1] = "";
+	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+
+	if (r == 1) {
+		db_col_text(st, 0, x, sizeof x);
+		db_col_text(st, 1, y, sizeof y);
+	}
+	db_done(&dsp.store.db, st);
+	return r < 0 ? -1 : r == 1 && sha_eq(x, y);
+}
+
 /* Can by (current, gated) adopt old?  0, or the error status (answer set). */
 static int
 adoption_check(struct req *rq, const char *old, const char *by)
@@ -188,6 +255,9 @@ adoption_check(struct req *rq, const char *old, const char *by)
 		return fail(rq, 404, "unknown_session", "no session '%s'", old);
 	if (strcmp(o.executor_id, b.executor_id) != 0)
 		return fail(rq, 409, "foreign_session", "session '%s' belongs to another executor", old);
+	if ((r = same_key(rq, old, by)) != 1)   /* invariant 10 */
+		return r < 0 ? internal(rq) : fail(rq, 403, "executor_key_mismatch", "session '%s' was"
+		    " not negotiated with this session's executor_key", old);
 	if (strcmp(o.status, "current") == 0)
 		return fail(rq, 409, "live_session", "session '%s' is current: nothing to adopt", old);
 	if (strcmp(o.status, "revoked") == 0)   /* invariant 9: its authority was taken away */

@@ -52,6 +52,9 @@ client_answer_error(const char *url, const struct http_reply *r, json_t *o, char
 		return ek_fail(e, EK_NOSESSION, "%s: session is over (%s)", url,
 		    r->status == 410 && st ? st : "credential refused");
 	}
+	if (r->status == 403)   /* not this executor's key, say (doc/protocol.md) */
+		return ek_fail(e, EK_NOSESSION, "%s: dispatcher refused this executor: HTTP 403%s%s%s%.300s",
+		    url, err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
 	return ek_fail(e, EK_PROTOCOL, "%s: dispatcher answered HTTP %ld%s%s%s%.300s", url, r->status,
 	    err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
 }

@@ -295,7 +295,8 @@ create_schema(struct state *st, struct ek_err *e)
 {
 	char pragma[96];
 	char when[32];
-	int i;
+	char key[STATE_KEY_HEX + 1];
+	int i, rc;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
@@ -304,15 +305,18 @@ create_schema(struct state *st, struct ek_err *e)
 			goto fail;
 	snprintf(pragma, sizeof pragma, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
 	    EK_APPLICATION_ID, SCHEMA_STEPS);
-	if (random_hex(st->executor_id, 16) < 0) {
+	if (random_hex(st->executor_id, 16) < 0 || random_hex(key, STATE_KEY_HEX / 2) < 0) {
 		ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		goto fail;
 	}
 	snprintf(when, sizeof when, "%lld", (long long)now_ms());
-	if (db_exec(&st->db, pragma, e) < 0 ||
+	rc = db_exec(&st->db, pragma, e) < 0 ||
 	    meta_put(&st->db, "package_version", PACKAGE_VERSION, e) < 0 ||
 	    meta_put(&st->db, "executor_id", st->executor_id, e) < 0 ||
-	    meta_put(&st->db, "created_at", when, e) < 0)
+	    meta_put(&st->db, "executor_key", key, e) < 0 ||
+	    meta_put(&st->db, "created_at", when, e) < 0 ? -1 : 0;
+	explicit_bzero(key, sizeof key);
+	if (rc < 0)
 		goto fail;
 	return db_commit(&st->db, e);
 fail:
@@ -367,6 +371,29 @@ check_identity(struct state *st, int schema, struct ek_err *e)
 		    "drain it with the execkit that wrote it", st->dbpath, schema, PACKAGE_VERSION, SCHEMA_STEPS);
 	if (!st->executor_id[0])
 		return ek_fail(e, EK_DATAERR, "%s: state has no executor id (damaged meta table)", st->dbpath);
+	return 0;
+}
+
+int
+state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT value FROM meta WHERE key = 'executor_key'", e);
+	int rc;
+
+	out[0] = '\0';
+	if (!q)
+		return -1;
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		db_col_text(q, 0, out, n);
+	db_done(&st->db, q);
+	if (rc < 0)
+		return -1;
+	if (strlen(out) != STATE_KEY_HEX || strspn(out, "0123456789abcdef") != STATE_KEY_HEX) {
+		explicit_bzero(out, n);
+		return ek_fail(e, EK_DATAERR, "%s: state has no executor key (damaged meta table); "
+		    "the dispatcher accepts this executor only with the key it was bound to",
+		    st->dbpath);
+	}
 	return 0;
 }
 

@@ -203,3 +203,96 @@ adopted_by() {
 	[ "$status" -eq "$EK_USAGE" ]
 	[ ! -e "$EXEC_STATE_DIR" ]
 }
+
+# negotiate_as XID [KEY]: negotiate as executor XID (with KEY, if given),
+# as any client could; prints the HTTP status, the answer in $BATS_TEST_TMPDIR/answer.
+negotiate_as() {
+	curl -sS --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/answer" -w '%{http_code}' \
+		-H 'Content-Type: application/json' \
+		-d "{\"executor_id\":\"$1\"${2:+,\"executor_key\":\"$2\"}}" "$DISP_URL/v1/sessions"
+}
+
+meta() { sql "SELECT value FROM meta WHERE key = '$1'"; }
+
+# The dispatcher's store, changed only while the dispatcher is stopped.
+disp_sql() { sqlite3 -cmd ".timeout $WAIT_MS" "$BATS_TEST_TMPDIR/disp.db" "$1"; }
+
+# is_current SID: the dispatcher holds SID as the current session.
+is_current() { admin GET /admin/sessions | grep -q "\"session_id\":\"$1\",\"executor_id\":\"[0-9a-f]*\",\"status\":\"current\""; }
+
+@test "a client that knows only the executor id can neither open a session as it nor adopt its sessions (403); the executor can, also after a dispatcher restart" {
+	retain_then_reopen
+	local xid key forged=$BATS_TEST_TMPDIR/forged attempt
+	xid=$(meta executor_id)
+	key=$(meta executor_key)
+	[[ $key =~ ^[0-9a-f]{64}$ ]]
+	for attempt in 1 2; do        # before and after a restart on the same store
+		run negotiate_as "$xid"
+		assert_output 403
+		grep -q '"error":"executor_key_mismatch"' "$BATS_TEST_TMPDIR/answer"
+		grep -q "none was sent" "$BATS_TEST_TMPDIR/answer"
+		run negotiate_as "$xid" "$(printf '%064d' 0)"
+		assert_output 403
+		grep -q '"error":"executor_key_mismatch"' "$BATS_TEST_TMPDIR/answer"
+		run negotiate_as "$xid" "${key^^}"            # the key is compared exactly
+		assert_output 403
+		run negotiate_as "$xid" "xyz"
+		assert_output 400
+		# a state of its own claiming the executor's id: open --adopt is refused
+		# before anything is adopted, with the dispatcher's reason and 77
+		if [ "$attempt" = 1 ]; then
+			EXEC_STATE_DIR=$forged exec-session open --dispatcher "$DISP_URL" >/dev/null
+			sqlite3 "$forged/state.db" "UPDATE meta SET value = '$xid' WHERE key = 'executor_id'"
+		fi
+		run env EXEC_STATE_DIR="$forged" exec-session open --adopt --dispatcher "$DISP_URL"
+		[ "$status" -eq "$EK_NOSESSION" ]
+		assert_output --partial "HTTP 403: executor_key_mismatch"
+		assert_output --partial "executor '$xid' is bound to another executor_key"
+		is_current "$S2" || fail "the executor's session was replaced by a refused negotiation"
+		[ "$(adopted_by "$S1")" = null ]
+		[ "$(admin GET /admin/sessions | grep -o "\"executor_id\":\"$xid\"" | wc -l)" = 2 ]
+		stop_dispatcher
+		start_dispatcher
+	done
+	# the executor itself still opens, adopts and delivers
+	run exec-session open --adopt --dispatcher "$DISP_URL"
+	assert_success
+	assert_output --partial "session $S1 (replaced) adopted by"
+	[ "$(adopted_by "$S1")" = "\"$(current_session)\"" ]
+	exec-reconcile >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]
+	[ "$(disp_charges a1)" = 1 ]
+	# the dispatcher keeps only the key's SHA-256
+	[ "$(disp_sql "SELECT key_sha256 FROM executor_keys WHERE executor_id = '$xid'")" = \
+		"$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)" ]
+	run grep -caF -- "$key" "$BATS_TEST_TMPDIR/disp.db"
+	assert_output 0
+}
+
+@test "a session negotiated with another key, or before keys, is adopted by none (403); open --adopt goes on without it" {
+	retain_then_reopen
+	stop_dispatcher
+	disp_sql "UPDATE session_keys SET key_sha256 = '$(printf '%064d' 0)' WHERE session_id = '$S1'"
+	start_dispatcher
+	open_session                                         # a session at the new port
+	run exec-session adopt "$S1"
+	[ "$status" -eq "$EK_NOSESSION" ]
+	assert_output --partial "executor_key_mismatch"
+	assert_output --partial "session '$S1' was not negotiated with this session's executor_key"
+	[ "$(sql "SELECT count(*) FROM adoptions")" = 0 ]   # nothing recorded here
+	[ "$(adopted_by "$S1")" = null ]
+	run post_report a1 "$(credential "$(current_session)")"
+	assert_output 401
+	[ "$(disp_charges a1)" = 0 ]
+	# a session from before the dispatcher knew keys: the same
+	stop_dispatcher
+	disp_sql "DELETE FROM session_keys WHERE session_id = '$S1'"
+	start_dispatcher
+	run exec-session open --adopt --dispatcher "$DISP_URL"
+	assert_success                                       # the open holds; S1 is reported, skipped
+	assert_output --partial "session '$S1' not adopted"
+	assert_output --partial "executor_key_mismatch"
+	is_current "$(current_session)"
+	[ "$(adopted_by "$S1")" = null ]
+	[ "$(sql "SELECT count(*) FROM adoptions")" = 0 ]
+}

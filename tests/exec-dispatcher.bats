@@ -87,9 +87,11 @@ num() {
 	sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p" <<<"$body"
 }
 
-# negotiate [XID]: new session; sets SID, CRED, INC.
+# negotiate [XID]: new session; sets SID, CRED, INC.  Each test executor's
+# key is its id twice (64 hex digits).
 negotiate() {
-	api POST /v1/sessions "{\"executor_id\":\"${1:-$XID}\"}"
+	local xid=${1:-$XID}
+	api POST /v1/sessions "{\"executor_id\":\"$xid\",\"executor_key\":\"$xid$xid\"}"
 	[[ $code == 201 ]] || { echo "negotiate: $code $body" >&2; return 1; }
 	SID=$(field session_id) CRED=$(field credential) INC=$(field incarnation)
 }
@@ -629,7 +631,7 @@ default_dispatcher() {
 	assert_output --partial '"error":"overloaded"'
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 ]]                                      # never refused for load
-	api POST /v1/sessions "{\"executor_id\":\"$XID2\"}"
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":\"$XID2$XID2\"}"
 	[[ $code == 201 ]]                                      # nor a negotiation
 	api GET /admin/stats
 	[[ $(num gated_429) == 1 && $(num max_inflight) == 1 ]]
