@@ -193,6 +193,24 @@ accept_some() {
 	[[ $(sql "SELECT value FROM meta WHERE key='executor_id'") =~ ^[0-9a-f]{32}$ ]]
 }
 
+@test "every state has its own executor key, 64 hex digits, never changed nor deleted" {
+	start_dispatcher
+	open_session
+	local key other
+	key=$(sql "SELECT value FROM meta WHERE key='executor_key'")
+	[[ $key =~ ^[0-9a-f]{64}$ ]]
+	EXEC_STATE_DIR=$BATS_TEST_TMPDIR/other exec-session open --dispatcher "$DISP_URL" >/dev/null
+	other=$(sqlite3 -readonly "$BATS_TEST_TMPDIR/other/state.db" "SELECT value FROM meta WHERE key='executor_key'")
+	[[ $other =~ ^[0-9a-f]{64}$ && $other != "$key" ]]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE meta SET value = '$other' WHERE key = 'executor_key'"
+	assert_failure
+	assert_output --partial "the executor key never changes"
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM meta WHERE key = 'executor_key'"
+	assert_failure
+	assert_output --partial "the executor key is kept"
+	[ "$(sql "SELECT value FROM meta WHERE key='executor_key'")" = "$key" ]
+}
+
 @test "the binding of an accepted run cannot be changed" {
 	start_dispatcher
 	open_session

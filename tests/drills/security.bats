@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # The state directory keeps its secrets: modes that hold under any umask,
 # a session credential that never leaves state.db (nor the Authorization
-# header), and inputs shaped like SQL injection stored verbatim with the
-# schema untouched.
+# header), an executor key that leaves it only in the negotiation's body,
+# and inputs shaped like SQL injection stored verbatim with the schema
+# untouched.
 
 load drill
 
@@ -97,6 +98,63 @@ load drill
 	[ -s "$BATS_TEST_TMPDIR/all.out" ]
 	[ -s "$EXEC_STATE_DIR/out/supervisors.log" ]
 	grep -qaF -- "$cred" "$EXEC_STATE_DIR/state.db"       # it is stored, and only there
+}
+
+@test "the executor key appears in no tool's output, log, argv or guest environment; the dispatcher keeps its SHA-256" {
+	start_dispatcher() {   # this one logs: no --quiet
+		local portfile="$BATS_TEST_TMPDIR/disp.port"
+		exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
+			>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+		DISP_PID=$!
+		wait_for test -s "$portfile"
+		DISP_URL="http://127.0.0.1:$(cat "$portfile")"
+	}
+	start_dispatcher
+	exec 4>"$BATS_TEST_TMPDIR/all.out"
+	exec-session open --dispatcher "$DISP_URL" >&4 2>&4
+	exec-session open --adopt --json --dispatcher "$DISP_URL" >&4 2>&4
+	key=$(val "SELECT value FROM meta WHERE key = 'executor_key'")
+	[[ $key =~ ^[0-9a-f]{64}$ ]]
+	# a guest that prints its whole environment, and one that waits
+	submit '{"run_id":"k1","txn_id":"t-k1","program":"/usr/bin/env"}' "$(gspec k2 0 1)"
+	exec-accept --from-dispatcher >&4 2>&4
+	exec-run start --slots 2 >&4 2>&4               # detached: out/supervisors.log too
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE run_id = '\''k2'\'' AND guest_pid > 0")" = 1 ]'
+	for p in $(val "SELECT sup_pid FROM runs WHERE sup_pid > 0") \
+		$(val "SELECT guest_pid FROM runs WHERE guest_pid > 0"); do
+		[ -r "/proc/$p/cmdline" ] || continue
+		if grep -qaF -- "$key" "/proc/$p/cmdline" "/proc/$p/environ"; then
+			fail "the key is in the argv or environment of $p: $(tr '\0' ' ' <"/proc/$p/cmdline")"
+		fi
+		echo "$p" >>"$BATS_TEST_TMPDIR/looked"
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/looked")" -ge 2 ]      # k2's supervisor and guest at least
+	touch "$GO"
+	exec-run wait --timeout-ms "$WAIT_MS" >&4 2>&4
+	grep -q '^EXEC_RUN_ID=k1$' "$EXEC_STATE_DIR/out/k1.stdout"   # the guest's environment, whole
+	# every tool's output, human and JSON
+	for t in "exec-session show" "exec-session report" "exec-session heartbeat" "exec-run sweep" \
+		"exec-reconcile" "exec-report k1" "exec-inspect show k1" "exec-inspect summary" \
+		"exec-inspect list receipts" "exec-inspect metrics"; do
+		$t >&4 2>&4 || true
+		$t --json >&4 2>&4 || true
+	done
+	# and a refusal: another state claiming this executor id
+	EXEC_STATE_DIR=$BATS_TEST_TMPDIR/forged exec-session open --dispatcher "$DISP_URL" >/dev/null
+	sqlite3 "$BATS_TEST_TMPDIR/forged/state.db" \
+		"UPDATE meta SET value = '$(val "SELECT value FROM meta WHERE key = 'executor_id'")' WHERE key = 'executor_id'"
+	run env EXEC_STATE_DIR="$BATS_TEST_TMPDIR/forged" exec-session open --dispatcher "$DISP_URL"
+	[ "$status" -eq "$EK_NOSESSION" ]
+	printf '%s\n' "$output" >&4
+	exec 4>&-
+	stop_dispatcher
+	grep -q executor_key_mismatch "$BATS_TEST_TMPDIR/all.out"
+	for f in "$BATS_TEST_TMPDIR/all.out" "$BATS_TEST_TMPDIR/disp.log" "$EXEC_STATE_DIR"/out/* \
+		"$BATS_TEST_TMPDIR/disp.db"*; do
+		! grep -qaF -- "$key" "$f" || fail "the executor key found in $f"
+	done
+	grep -qaF -- "$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)" "$BATS_TEST_TMPDIR/disp.db"
+	grep -qaF -- "$key" "$EXEC_STATE_DIR/state.db"       # it is stored, and only there
 }
 
 @test "inputs shaped like SQL injection are stored verbatim and leave both schemas unchanged" {
