@@ -4,7 +4,8 @@
  * Opening a session makes every row accepted under any other binding
  * quarantined (binding.h) and prints the startup report: how many rows are
  * quarantined and how many retained results are unreconciled, by cause.
- * The credential is stored in state.db (0600) and never printed.
+ * The credential is stored in state.db (0600) and never printed; so is the
+ * executor key, which only open reads, to prove it at negotiation.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /*
  * sessions — an executor's session with the dispatcher: negotiation (a
- * new session replaces the executor's earlier ones), heartbeats that
- * extend the lease, close, and adoption of an ended session's runs.
+ * new session replaces the executor's earlier ones; the executor proves
+ * the key its id is bound to, invariant 10), heartbeats that extend the
+ * lease, close, and adoption of an ended session's runs (only of sessions
+ * negotiated with the same key).
  * sess_gate() is the one check every session-bound request passes: the
  * session is current and the Bearer credential hashes to the stored one.
  *

@@ -169,6 +169,20 @@ default_dispatcher() {
 	[[ $code == 400 ]]
 	api POST /v1/sessions 'not json'
 	[[ $code == 400 && $(field error) == invalid ]]
+	# the executor key: required to bind a new id, proved for a bound one
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\"}"
+	[[ $code == 400 && $(field error) == invalid && $(field detail) == *executor_key* ]]
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":\"$XID2\"}"
+	[[ $code == 400 && $(field error) == invalid ]]        # 32 digits, not 64
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":7}"
+	[[ $code == 400 && $(field error) == invalid ]]
+	api POST /v1/sessions "{\"executor_id\":\"$XID\"}"
+	[[ $code == 403 && $(field error) == executor_key_mismatch ]]
+	api POST /v1/sessions "{\"executor_id\":\"$XID\",\"executor_key\":\"$XID2$XID2\"}"
+	[[ $code == 403 && $(field error) == executor_key_mismatch ]]
+	api GET /admin/sessions
+	[[ $(grep -o '"status":"current"' <<<"$body" | wc -l) == 1 ]]   # the refusals changed nothing
+	negotiate
 }
 
 @test "heartbeat extends a current session; bad credential and unknown session refused" {
