@@ -274,6 +274,7 @@ random_hex(char *out, size_t nbytes)
 		return -1;
 	for (i = 0; i < nbytes; i++)
 		sprintf(out + 2 * i, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof raw);   /* it may be the executor key */
 	return 0;
 }
 
