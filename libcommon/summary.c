@@ -1,4 +1,5 @@
 /* summary — see summary.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "binding.h"
@@ -80,4 +81,32 @@ summary_json(const struct summary *s)
 	    "oldest_unreconciled_ms", (json_int_t)s->oldest_unreconciled_ms,
 	    "handed_back", "acknowledged", (json_int_t)s->handed_back,
 	    "pending", (json_int_t)s->handing_back);
+}
+
+/* "N run" or "N runs" into buf. */
+static const char *
+count(char *buf, size_t n, int64_t v, const char *noun)
+{
+	snprintf(buf, n, "%lld %s%s", (long long)v, noun, v == 1 ? "" : "s");
+	return buf;
+}
+
+void
+summary_print(FILE *f, const struct summary *s)
+{
+	char a[48], b[48];
+
+	fprintf(f, "queued: %s of the current session\n", count(a, sizeof a, s->queued, "run"));
+	fprintf(f, "running: %s of the current session\n", count(a, sizeof a, s->started, "run"));
+	fprintf(f, "quarantined: %s of other sessions (%lld queued, %lld started)\n",
+	    count(a, sizeof a, s->quarantined, "run"), (long long)s->quarantined_queued,
+	    (long long)s->quarantined_started);
+	fprintf(f, "unknown: %s\n", count(a, sizeof a, s->unknown, "run"));
+	fprintf(f, "unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
+	    "refused %lld; %s so far)\n", (long long)(s->deliverable + s->earlier_session + s->refused),
+	    (long long)s->deliverable, (long long)s->earlier_session, (long long)s->refused,
+	    count(b, sizeof b, s->attempts, "delivery attempt"));
+	fprintf(f, "receipts: %lld\n", (long long)s->receipts);
+	fprintf(f, "handed back: %s (%lld more marked, not acknowledged yet)\n",
+	    count(a, sizeof a, s->handed_back, "run"), (long long)s->handing_back);
 }
