@@ -38,6 +38,7 @@
 #include "runlog.h"
 #include "runs.h"
 #include "state.h"
+#include "story.h"
 #include "summary.h"
 #include "table.h"
 #include "text.h"
@@ -400,55 +401,6 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 	return rc;
 }
 
-/* --- human tables ------------------------------------------------------------ */
-
-static bool
-ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), t = strlen(tail);
-
-	return n >= t && strcmp(s + n - t, tail) == 0;
-}
-
-/* A stored value as a human reads it, in a new string: moments as
- * date-times, durations in ms as elapsed times, text as it is (the table
- * makes it safe; never shell-quoted), null empty.  NULL: out of memory. */
-static char *
-cell_text(const char *key, json_t *v)
-{
-	char buf[64];
-	json_int_t i = json_integer_value(v);
-
-	if (!v || json_is_null(v))
-		return strdup("");
-	if (json_is_string(v))
-		return strdup(json_string_value(v));
-	if (json_is_boolean(v))
-		return strdup(json_is_true(v) ? "yes" : "no");
-	if (json_is_integer(v) && (ends_with(key, "_at") || strcmp(key, "claim_until") == 0))
-		return strdup(timefmt_when(buf, sizeof buf, i));
-	if (json_is_integer(v) && ends_with(key, "_ms"))
-		return strdup(timefmt_elapsed(buf, sizeof buf, i));
-	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-static int
-add_cell(struct table *t, const char *key, json_t *v)
-{
-	char *c = cell_text(key, v);
-	int rc = c ? table_cell(t, c) : -1;
-
-	free(c);
-	return rc;
-}
-
-/* A key/value line of a headless table: label, value. */
-static int
-add_pair(struct table *t, const char *label, const char *value)
-{
-	return table_row(t) < 0 || table_cell(t, label) < 0 || table_cell(t, value) < 0 ? -1 : 0;
-}
-
 /* --- list ------------------------------------------------------------------------- */
 
 struct lister {
@@ -473,7 +425,7 @@ list_one(json_t *row, void *arg)
 		l->failed = 1;
 	else
 		json_object_foreach(row, k, v)
-			if (add_cell(l->t, k, v) < 0)
+			if (table_cell_json(l->t, k, v) < 0)
 				l->failed = 1;
 	return l->failed || ferror(stdout) ? 1 : 0;
 }
@@ -518,146 +470,6 @@ cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
 	return rc;
 }
 
-/* --- show --------------------------------------------------------------------------- */
-
-/* One stored row as an indented, headless table; "TITLE: none" without it. */
-static int
-print_section(const char *title, json_t *v)
-{
-	struct table *t;
-	char label[80];
-	const char *k;
-	json_t *x;
-	int rc = 0;
-
-	if (!json_is_object(v)) {
-		printf("%s: none\n", title);
-		return 0;
-	}
-	printf("%s:\n", title);
-	if (!(t = table_new()) || table_column(t, "key") < 0 || table_column(t, "value") < 0)
-		rc = -1;
-	json_object_foreach(v, k, x) {
-		if (strcmp(k, "body") == 0)
-			continue;   /* the exact bytes sent, for --json: the fields above say it */
-		snprintf(label, sizeof label, "  %s:", k);
-		if (rc == 0 && (table_row(t) < 0 || table_cell(t, label) < 0 || add_cell(t, k, x) < 0))
-			rc = -1;
-	}
-	if (rc == 0)
-		table_print(t, stdout, false);
-	table_free(t);
-	return rc;
-}
-
-/* "incarnation=I session_id=S (session STATUS; current)": empty ids quoted. */
-static void
-binding_text(json_t *b, char *buf, size_t n)
-{
-	const char *status = json_string_value(json_object_get(b, "session_status"));
-	char inc[256], sid[256];
-
-	if (!json_is_object(b)) {
-		snprintf(buf, n, "none stored");
-		return;
-	}
-	fmt_value(json_object_get(b, "incarnation"), inc, sizeof inc);
-	fmt_value(json_object_get(b, "session_id"), sid, sizeof sid);
-	snprintf(buf, n, "incarnation=%s session_id=%s (session %s; %s)", inc, sid,
-	    status ? status : "never negotiated here",
-	    json_is_true(json_object_get(b, "current")) ? "current" : "not current: quarantined");
-}
-
-/* "exited 0", or "-" before a result is chosen. */
-static void
-outcome_text(json_t *story, char *buf, size_t n)
-{
-	const char *out = json_string_value(json_object_get(story, "outcome"));
-
-	if (!out)
-		snprintf(buf, n, "-");
-	else
-		snprintf(buf, n, "%s %" JSON_INTEGER_FORMAT, out,
-		    json_integer_value(json_object_get(story, "exit_code")));
-}
-
-/* "2 attempts, dispatcher record 7, acknowledged at T", or what is missing. */
-static void
-delivery_text(json_t *o, json_t *story, char *buf, size_t n)
-{
-	json_t *res = json_object_get(o, "result");
-	json_t *att = json_object_get(story, "attempts");
-	char at[64], word[32];
-	int used;
-
-	if (!json_is_integer(att)) {
-		snprintf(buf, n, "-");
-		return;
-	}
-	used = snprintf(buf, n, "%s", timefmt_plural(json_integer_value(att), "attempt", word, sizeof word));
-	if (json_is_integer(json_object_get(story, "record_id")))
-		snprintf(buf + used, n - (size_t)used, ", dispatcher record %" JSON_INTEGER_FORMAT
-		    ", acknowledged %s", json_integer_value(json_object_get(story, "record_id")),
-		    timefmt_when(at, sizeof at, json_integer_value(json_object_get(story, "acked_at"))));
-	else if (json_is_true(json_object_get(res, "refused")))
-		snprintf(buf + used, n - (size_t)used, ", refused (%s)",
-		    json_string_value(json_object_get(res, "refused_cause")) ?
-		    json_string_value(json_object_get(res, "refused_cause")) : "no cause recorded");
-	else
-		snprintf(buf + used, n - (size_t)used, ", not acknowledged yet");
-}
-
-/* The story's lines: what ran, when, how it ended, how it travelled. */
-static int
-story_rows(struct table *t, json_t *o)
-{
-	json_t *s = json_object_get(o, "story");
-	static const char *const times[][2] = { { "accepted:", "accepted_at" },
-		{ "started:", "started_at" }, { "finished:", "finished_at" } };
-	char buf[1024], *args = cell_text("args", json_object_get(s, "args"));
-	size_t i;
-	int rc = args ? 0 : -1;
-
-	rc = rc < 0 || add_pair(t, "program:", json_string_value(json_object_get(s, "program")) ?
-	    json_string_value(json_object_get(s, "program")) : "") < 0 || add_pair(t, "args:", args) < 0;
-	free(args);
-	binding_text(json_object_get(o, "binding"), buf, sizeof buf);
-	rc = rc || add_pair(t, "binding:", buf) < 0;
-	for (i = 0; i < sizeof times / sizeof times[0]; i++)
-		rc = rc || add_pair(t, times[i][0], timefmt_when(buf, sizeof buf,
-		    json_integer_value(json_object_get(s, times[i][1])))) < 0;
-	timefmt_elapsed(buf, sizeof buf, json_is_integer(json_object_get(s, "duration_ms")) ?
-	    json_integer_value(json_object_get(s, "duration_ms")) : -1);
-	rc = rc || add_pair(t, "duration:", buf) < 0;
-	outcome_text(s, buf, sizeof buf);
-	rc = rc || add_pair(t, "outcome:", buf) < 0;
-	delivery_text(o, s, buf, sizeof buf);
-	rc = rc || add_pair(t, "delivery:", buf) < 0;
-	rc = rc || add_pair(t, "stdout:", json_string_value(json_object_get(s, "stdout")) ?
-	    json_string_value(json_object_get(s, "stdout")) : "") < 0;
-	return rc || add_pair(t, "stderr:", json_string_value(json_object_get(s, "stderr")) ?
-	    json_string_value(json_object_get(s, "stderr")) : "") < 0 ? -1 : 0;
-}
-
-static int
-print_show(json_t *o)
-{
-	struct table *t = table_new();
-	char safe[512];
-	int rc = !t || table_column(t, "field") < 0 || table_column(t, "value") < 0 ? -1 : 0;
-
-	printf("run %s: %s\n", json_string_value(json_object_get(o, "run_id")),
-	    text_safe(safe, sizeof safe, json_string_value(json_object_get(o, "detail"))));
-	if (rc == 0 && (rc = story_rows(t, o)) == 0)
-		table_print(t, stdout, false);
-	table_free(t);
-	putchar('\n');
-	return rc < 0 || print_section("accepted", json_object_get(o, "accepted")) < 0 ||
-	    print_section("execution row", json_object_get(o, "run")) < 0 ||
-	    print_section("retained result", json_object_get(o, "result")) < 0 ||
-	    print_section("receipt", json_object_get(o, "receipt")) < 0 ? -1 : 0;
-}
-
 static int
 cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -673,7 +485,7 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 		json_emit(stdout, j);
 		return 0;
 	}
-	rc = print_show(j);
+	rc = story_print(stdout, j);
 	json_decref(j);
 	return rc < 0 ? ek_fail(e, EK_OSERR, "out of memory") : 0;
 }

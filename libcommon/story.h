@@ -13,11 +13,17 @@
 #define EK_STORY_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "state.h"
 
 /* Add "story" to show (inspect_show()'s object); spec is the accepted
  * spec's canonical JSON text, or NULL.  0, or -1 when out of memory. */
 int story_add(const struct state *st, json_t *show, const char *spec);
+
+/* Print show for a human on f: its verdict, the story one fact a line,
+ * then each stored row as an indented key/value table (table.h).  Every
+ * value is made safe for a terminal.  0, or -1 when out of memory. */
+int story_print(FILE *f, json_t *show);
 
 #endif

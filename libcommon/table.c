@@ -6,6 +6,7 @@
 
 #include "table.h"
 #include "text.h"
+#include "timefmt.h"
 
 struct table {
 	char **names;        /* ncols */
@@ -96,6 +97,53 @@ table_cell(struct table *t, const char *text)
 	}
 	t->filled++;
 	return 0;
+}
+
+static bool
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* A stored value as a human reads it, in a new string: moments as
+ * date-times, durations in ms as elapsed times, text as it is (the table
+ * makes it safe; never shell-quoted), null empty.  NULL: out of memory. */
+static char *
+cell_text(const char *key, json_t *v)
+{
+	char buf[64];
+	json_int_t i = json_integer_value(v);
+
+	if (!v || json_is_null(v))
+		return strdup("");
+	if (json_is_string(v))
+		return strdup(json_string_value(v));
+	if (json_is_boolean(v))
+		return strdup(json_is_true(v) ? "yes" : "no");
+	if (json_is_integer(v) && (ends_with(key, "_at") || strcmp(key, "claim_until") == 0))
+		return strdup(timefmt_when(buf, sizeof buf, i));
+	if (json_is_integer(v) && ends_with(key, "_ms"))
+		return strdup(timefmt_elapsed(buf, sizeof buf, i));
+	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+int
+table_cell_json(struct table *t, const char *key, json_t *v)
+{
+	char *c = cell_text(key, v);
+	int rc = c ? table_cell(t, c) : -1;
+
+	free(c);
+	return rc;
+}
+
+int
+table_pair(struct table *t, const char *label, const char *value)
+{
+	return table_row(t) < 0 || table_cell(t, label) < 0 || table_cell(t, value ? value : "") < 0 ?
+	    -1 : 0;
 }
 
 size_t

@@ -12,6 +12,7 @@
 #ifndef EK_TABLE_H
 #define EK_TABLE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +29,16 @@ int table_column(struct table *t, const char *name);
 /* Start a new row; the next table_cell() calls fill it left to right. */
 int table_row(struct table *t);
 int table_cell(struct table *t, const char *text);
+
+/* A stored value (v, of the column or field key) as a human reads it:
+ * moments (key ending in _at, and claim_until) as date-times, durations
+ * (key ending in _ms) as elapsed times (timefmt.h), text as it is (made
+ * safe, never shell-quoted), booleans yes/no, null empty, anything else
+ * as compact JSON. */
+int table_cell_json(struct table *t, const char *key, json_t *v);
+
+/* A row of two cells: label and value (NULL: empty). */
+int table_pair(struct table *t, const char *label, const char *value);
 
 /* Keep only the columns of list (comma-separated), in its order.  -1 with
  * why naming the unknown column and the valid ones. */
