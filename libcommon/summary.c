@@ -5,6 +5,7 @@
 #include "binding.h"
 #include "handback.h"
 #include "summary.h"
+#include "timefmt.h"
 
 /* Runs and deliverable results are counted per binding first, through
  * the indexes that already order them by binding (runs_due,
@@ -83,30 +84,22 @@ summary_json(const struct summary *s)
 	    "pending", (json_int_t)s->handing_back);
 }
 
-/* "N run" or "N runs" into buf. */
-static const char *
-count(char *buf, size_t n, int64_t v, const char *noun)
-{
-	snprintf(buf, n, "%lld %s%s", (long long)v, noun, v == 1 ? "" : "s");
-	return buf;
-}
-
 void
 summary_print(FILE *f, const struct summary *s)
 {
 	char a[48], b[48];
 
-	fprintf(f, "queued: %s of the current session\n", count(a, sizeof a, s->queued, "run"));
-	fprintf(f, "running: %s of the current session\n", count(a, sizeof a, s->started, "run"));
+	fprintf(f, "queued: %s of the current session\n", timefmt_plural(s->queued, "run", a, sizeof a));
+	fprintf(f, "running: %s of the current session\n", timefmt_plural(s->started, "run", a, sizeof a));
 	fprintf(f, "quarantined: %s of other sessions (%lld queued, %lld started)\n",
-	    count(a, sizeof a, s->quarantined, "run"), (long long)s->quarantined_queued,
+	    timefmt_plural(s->quarantined, "run", a, sizeof a), (long long)s->quarantined_queued,
 	    (long long)s->quarantined_started);
-	fprintf(f, "unknown: %s\n", count(a, sizeof a, s->unknown, "run"));
+	fprintf(f, "unknown: %s\n", timefmt_plural(s->unknown, "run", a, sizeof a));
 	fprintf(f, "unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
 	    "refused %lld; %s so far)\n", (long long)(s->deliverable + s->earlier_session + s->refused),
 	    (long long)s->deliverable, (long long)s->earlier_session, (long long)s->refused,
-	    count(b, sizeof b, s->attempts, "delivery attempt"));
+	    timefmt_plural(s->attempts, "delivery attempt", b, sizeof b));
 	fprintf(f, "receipts: %lld\n", (long long)s->receipts);
 	fprintf(f, "handed back: %s (%lld more marked, not acknowledged yet)\n",
-	    count(a, sizeof a, s->handed_back, "run"), (long long)s->handing_back);
+	    timefmt_plural(s->handed_back, "run", a, sizeof a), (long long)s->handing_back);
 }
