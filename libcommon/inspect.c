@@ -527,7 +527,7 @@ row_passes(json_t *row, const struct inspect_filter *f, const char *time)
 	if (f->outcome && (!(v = json_string_value(json_object_get(row, "outcome"))) ||
 	    strcmp(v, f->outcome) != 0))
 		return false;
-	return f->since_ms <= 0 ||
+	return f->since_ms < 0 ||
 	    json_integer_value(json_object_get(row, time)) >= now_ms() - f->since_ms;
 }
 

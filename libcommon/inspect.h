@@ -126,11 +126,11 @@ extern const char *const inspect_outcomes[];
  * receipts)? */
 bool inspect_list_has_outcome(const char *kind);
 
-/* Which rows a list keeps: each field unset (0, NULL) keeps them all.
+/* Which rows a list keeps: each field unset (-1, NULL) keeps them all.
  * since_ms: the row's time (the column the list is ordered by: due_at,
  * unknown_at, chosen_at, started_at or acked_at) is at most that old. */
 struct inspect_filter {
-	int64_t since_ms;
+	int64_t since_ms;      /* -1: any age */
 	const char *outcome;   /* one of inspect_outcomes */
 	const char *session;   /* the session id of the row's binding */
 };
