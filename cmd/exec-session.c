@@ -594,7 +594,8 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
-	timefmt_utc(o.utc);
+	if (strcmp(o.cmd, "show") == 0)
+		timefmt_utc(o.utc);
 	if (strcmp(o.cmd, "open") == 0)
 		flags = STATE_CREATE;
 	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
