@@ -9,7 +9,9 @@
  *            session, answer each exactly as lookup would, post the answers
  *   summary  the counts of every population
  *   list     one line per quarantined / unknown / retained / ... item
- *   show     everything stored about one run (the operator's view)
+ *   show     everything stored about one run (the operator's view), its
+ *            story first (story.h)
+ *   logs     a run's captured output, printed or followed (runlog.h)
  *   metrics  the summary's figures in Prometheus text format, for
  *            node_exporter's textfile collector (written atomically)
  *
@@ -20,10 +22,11 @@
  * relay needs the session credential to talk to the dispatcher: it reads
  * it before the guard goes up, and every lookup it answers runs under it.
  */
-#include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "binding.h"
 #include "cli.h"
@@ -32,14 +35,19 @@
 #include "jsonout.h"
 #include "metrics.h"
 #include "relay.h"
+#include "runlog.h"
 #include "runs.h"
 #include "state.h"
+#include "story.h"
 #include "summary.h"
+#include "table.h"
 #include "text.h"
+#include "timefmt.h"
 
 static const char PROG[] = "exec-inspect";
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_NUL = '0' };
+enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, OPT_SINCE,
+	OPT_OUTCOME, OPT_STDERR, OPT_NUL = '0', OPT_COLUMNS = 'o', OPT_FOLLOW = 'f' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -50,14 +58,21 @@ static const struct option options[] = {
 	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "null", no_argument, NULL, OPT_NUL },
 	{ "output", required_argument, NULL, OPT_OUTPUT },
+	{ "columns", required_argument, NULL, OPT_COLUMNS },
+	{ "utc", no_argument, NULL, OPT_UTC },
+	{ "since", required_argument, NULL, OPT_SINCE },
+	{ "outcome", required_argument, NULL, OPT_OUTCOME },
+	{ "stderr", no_argument, NULL, OPT_STDERR },
+	{ "follow", no_argument, NULL, OPT_FOLLOW },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
 	"Usage: exec-inspect [OPTION]... lookup RUN_ID --session SID\n"
 	"       exec-inspect [OPTION]... summary\n"
-	"       exec-inspect [OPTION]... list KIND [--ids | -0]\n"
+	"       exec-inspect [OPTION]... list KIND [--ids | -0] [-o COLUMNS] [FILTER]...\n"
 	"       exec-inspect [OPTION]... show RUN_ID\n"
+	"       exec-inspect [OPTION]... logs RUN_ID [--stderr] [-f]\n"
 	"       exec-inspect [OPTION]... metrics [--output FILE]\n"
 	"       exec-inspect [OPTION]... relay\n"
 	"Read stored runs without touching them.\n"
@@ -69,14 +84,20 @@ static const char USAGE[] =
 	"                 the caller's current session) or ABSENT (no execution row and\n"
 	"                 no retained result); needs --session naming the current session\n"
 	"  summary        counts of queued, running, quarantined, unknown, unreconciled\n"
-	"                 results (and the delivery attempts spent on them) and receipts\n"
+	"                 results (and the delivery attempts spent on them), receipts,\n"
+	"                 output held, and when the oldest unreconciled result was chosen\n"
 	"  list KIND      one line per item; KIND is quarantined (runs of other bindings),\n"
 	"                 unknown, retained (results not refused), refused, orphaned\n"
 	"                 (retained under a session that is not current), queued, running\n"
-	"                 (of the current session) or receipts\n"
-	"  show RUN_ID    everything stored about a run: accepted spec identity, execution\n"
-	"                 row, retained result, receipt and binding; tells acknowledged\n"
-	"                 from never recorded\n"
+	"                 (of the current session) or receipts; a table sized to its\n"
+	"                 content; FILTER is --since AGE, --outcome NAME, --session SID\n"
+	"  show RUN_ID    a run's story (program, args, binding, accepted, started,\n"
+	"                 finished, duration, outcome, delivery, output files), then\n"
+	"                 everything stored about it: accepted spec identity, execution\n"
+	"                 row, retained result, receipt; tells acknowledged from never\n"
+	"                 recorded\n"
+	"  logs RUN_ID    print the run's captured standard output (--stderr: its\n"
+	"                 standard error); made safe for a terminal when on one\n"
 	"  metrics        the summary as Prometheus text (metrics named execkit_*), for\n"
 	"                 node_exporter's textfile collector\n"
 	"  relay          answer the inspections the dispatcher holds for the current\n"
@@ -85,11 +106,22 @@ static const char USAGE[] =
 	"                 one line per inspection answered\n"
 	"\n"
 	"Options:\n"
-	"      --session SID      the current session the caller holds (lookup)\n"
 	"      --timeout-ms N     wait at most N ms for the database, and relay: for each\n"
 	"                         request to the dispatcher (default 5000)\n"
 	"      --ids              list: run ids only, one per line (for exec-report)\n"
 	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
+	"  -o, --columns COLUMNS  list: print only these columns, in this order (comma\n"
+	"                         list of the header's names, any case)\n"
+	"      --since AGE        list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
+	"                         the time the list is ordered by)\n"
+	"      --outcome NAME     list retained, refused, orphaned, receipts: rows of that\n"
+	"                         outcome (exited, killed, timeout, cancelled, exec_failed)\n"
+	"      --session SID      lookup: the current session the caller holds;\n"
+	"                         list: rows bound to session SID\n"
+	"      --stderr           logs: the standard error instead\n"
+	"  -f, --follow           logs: keep printing what the run writes; ends once the\n"
+	"                         run has finished and its output is printed\n"
+	"      --utc              print times in UTC, not the local time zone\n"
 	"      --output FILE      metrics: replace FILE atomically (mode 0644) instead of\n"
 	"                         writing to standard output\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
@@ -103,7 +135,8 @@ static const char USAGE[] =
 	"Exit status: 0 answered (FOUND, FILTERED and ABSENT alike; relay: every\n"
 	"inspection fetched got its answer, ERROR included); 64 usage;\n"
 	"65 malformed run id, stored transaction id over 256 bytes, or damaged state;\n"
-	"66 no state directory, or show: nothing was ever recorded for the run;\n"
+	"66 no state directory, or show: nothing was ever recorded for the run, or\n"
+	"logs: the run has no such output;\n"
 	"69 relay: dispatcher unavailable;\n"
 	"73 metrics: cannot create the temporary file beside FILE; 74 write error;\n"
 	"75 the database stayed locked past --timeout-ms, or the executor is shutting\n"
@@ -113,9 +146,9 @@ static const char USAGE[] =
 	"session is over (or unsafe permissions); 78 state from another version.\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *arg, *output;
-	int64_t timeout_ms;
-	int json, ids;
+	const char *state_dir, *session, *cmd, *arg, *output, *columns, *outcome;
+	int64_t timeout_ms, since_ms;
+	int json, ids, utc, err, follow;
 	char sep;
 };
 
@@ -322,6 +355,7 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct inspect_figures f;
 	const struct summary *s = &f.s;
+	char w[48], when[64], age[32];
 	json_t *j;
 
 	if (inspect_figures(st, &f, e) < 0)
@@ -337,21 +371,13 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 		json_emit(stdout, j);
 		return 0;
 	}
-	printf("queued: %lld runs of the current session\n", (long long)s->queued);
-	printf("running: %lld runs of the current session\n", (long long)s->started);
-	printf("quarantined: %lld runs of other sessions (%lld queued, %lld started)\n",
-	    (long long)s->quarantined, (long long)s->quarantined_queued, (long long)s->quarantined_started);
-	printf("unknown: %lld runs\n", (long long)s->unknown);
-	printf("unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
-	    "refused %lld; %lld delivery attempts so far)\n",
-	    (long long)(s->deliverable + s->earlier_session + s->refused), (long long)s->deliverable,
-	    (long long)s->earlier_session, (long long)s->refused, (long long)f.s.attempts);
-	printf("receipts: %lld\n", (long long)s->receipts);
-	printf("handed back: %lld runs (%lld more marked, not acknowledged yet)\n",
-	    (long long)s->handed_back, (long long)s->handing_back);
-	printf("output: %lld files, %lld bytes\n", (long long)f.output_files, (long long)f.output_bytes);
+	summary_print(stdout, s);
+	printf("output: %s, %lld bytes\n", timefmt_plural(f.output_files, "file", w, sizeof w),
+	    (long long)f.output_bytes);
 	if (s->oldest_unreconciled_ms)
-		printf("oldest unreconciled result chosen at: %lld ms\n", (long long)s->oldest_unreconciled_ms);
+		printf("oldest unreconciled result: chosen %s, %s ago\n",
+		    timefmt_when(when, sizeof when, s->oldest_unreconciled_ms),
+		    timefmt_elapsed(age, sizeof age, f.read_at_ms - s->oldest_unreconciled_ms));
 	return 0;
 }
 
@@ -381,116 +407,76 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 
 struct lister {
 	const struct opts *o;
-	int rows;
+	struct table *t;
+	int failed;
 };
-
-static int
-col_width(const char *name)
-{
-	if (strcmp(name, "run_id") == 0)
-		return 24;
-	if (strcmp(name, "incarnation") == 0 || strcmp(name, "session_id") == 0)
-		return 20;
-	return strstr(name, "_at") ? 14 : 10;
-}
-
-/* A table row (or, first, the header): every column but the last padded. */
-static void
-print_row(json_t *row, bool header)
-{
-	char buf[2048], name[64];
-	size_t i = 0, n = json_object_size(row);
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(row, k, v) {
-		if (header) {
-			for (i = 0; k[i] && i + 1 < sizeof name; i++)
-				name[i] = (char)toupper((unsigned char)k[i]);
-			name[i] = '\0';
-			snprintf(buf, sizeof buf, "%s", name);
-		} else
-			fmt_value(v, buf, sizeof buf);
-		if (--n)
-			printf("%-*s ", col_width(k), buf);
-		else
-			printf("%s\n", buf);
-	}
-}
 
 static int
 list_one(json_t *row, void *arg)
 {
 	struct lister *l = arg;
+	const char *k;
+	json_t *v;
 
 	if (l->o->ids) {
 		fputs(json_string_value(json_object_get(row, "run_id")), stdout);
 		putchar(l->o->sep);
 	} else if (l->o->json)
 		json_emit(stdout, json_incref(row));
-	else {
-		if (l->rows == 0)
-			print_row(row, true);
-		print_row(row, false);
-	}
-	l->rows++;
-	return ferror(stdout) ? 1 : 0;
+	else if (table_row(l->t) < 0)
+		l->failed = 1;
+	else
+		json_object_foreach(row, k, v)
+			if (table_cell_json(l->t, k, v) < 0)
+				l->failed = 1;
+	return l->failed || ferror(stdout) ? 1 : 0;
+}
+
+/* The table of a list: its columns, narrowed by -o. */
+static int
+list_table(struct state *st, const struct opts *o, struct table **out, struct ek_err *e)
+{
+	struct table *t = table_new();
+	json_t *names = NULL, *n;
+	char why[512];
+	size_t i;
+
+	*out = t;
+	if (!t || inspect_list_columns(st, o->arg, &names, e) < 0)
+		return t ? -1 : ek_fail(e, EK_OSERR, "out of memory");
+	json_array_foreach(names, i, n)
+		if (table_column(t, json_string_value(n)) < 0) {
+			json_decref(names);
+			return ek_fail(e, EK_OSERR, "out of memory");
+		}
+	json_decref(names);
+	if (o->columns && table_select(t, o->columns, why, sizeof why) < 0)
+		return ek_fail(e, EK_USAGE, "-o: list %s: %s", o->arg, why);
+	return 0;
 }
 
 static int
 cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	struct lister l = { o, 0 };
+	struct inspect_filter f = { o->since_ms, o->outcome, o->session };
+	struct lister l = { o, NULL, 0 };
+	int rc = o->ids || o->json ? 0 : list_table(st, o, &l.t, e);
 
-	return inspect_list(st, o->arg, list_one, &l, e);
-}
-
-/* --- show --------------------------------------------------------------------------- */
-
-static void
-print_section(const char *title, json_t *v)
-{
-	char buf[4096];
-	const char *k;
-	json_t *x;
-
-	if (!json_is_object(v)) {
-		printf("%s: none\n", title);
-		return;
-	}
-	printf("%s:\n", title);
-	json_object_foreach(v, k, x) {
-		fmt_value(x, buf, sizeof buf);
-		printf("  %s: %s\n", k, buf);
-	}
-}
-
-static void
-print_show(json_t *o)
-{
-	json_t *b = json_object_get(o, "binding");
-	const char *status = json_string_value(json_object_get(b, "session_status"));
-	char inc[256], sid[256];
-
-	printf("run %s: %s\n", json_string_value(json_object_get(o, "run_id")),
-	    json_string_value(json_object_get(o, "detail")));
-	if (json_is_object(b)) {
-		fmt_value(json_object_get(b, "incarnation"), inc, sizeof inc);
-		fmt_value(json_object_get(b, "session_id"), sid, sizeof sid);
-		printf("binding: incarnation=%s session_id=%s (session %s; %s)\n", inc, sid,
-		    status ? status : "never negotiated here",
-		    json_is_true(json_object_get(b, "current")) ? "current" : "not current: quarantined");
-	}
-	print_section("accepted", json_object_get(o, "accepted"));
-	print_section("execution row", json_object_get(o, "run"));
-	print_section("retained result", json_object_get(o, "result"));
-	print_section("receipt", json_object_get(o, "receipt"));
+	if (rc == 0)
+		rc = inspect_list(st, o->arg, &f, list_one, &l, e);
+	if (rc == 0 && l.failed)
+		rc = ek_fail(e, EK_OSERR, "out of memory");
+	if (rc == 0 && l.t && table_rows(l.t))
+		table_print(l.t, stdout, true);
+	table_free(l.t);
+	return rc;
 }
 
 static int
 cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	json_t *j;
+	int rc;
 
 	if (inspect_show(st, o->arg, &j, e) < 0)
 		return -1;
@@ -501,12 +487,55 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 		json_emit(stdout, j);
 		return 0;
 	}
-	print_show(j);
+	rc = story_print(stdout, j);
 	json_decref(j);
-	return 0;
+	return rc < 0 ? ek_fail(e, EK_OSERR, "out of memory") : 0;
+}
+
+/* --- logs ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_follow;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	stop_follow = 1;
+}
+
+/* Ctrl-C (or SIGTERM) ends a follow cleanly: what was read is printed. */
+static void
+catch_stop(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);   /* no SA_RESTART: the wait is cut short */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int
+cmd_logs(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct runlog r = { o->arg, o->err, o->follow, isatty(STDOUT_FILENO) };
+
+	if (o->follow)
+		catch_stop();
+	return runlog_print(st, &r, &stop_follow, e);
 }
 
 /* --- arguments ----------------------------------------------------------------------- */
+
+static bool
+outcome_known(const char *name)
+{
+	const char *const *k;
+
+	for (k = inspect_outcomes; *k; k++)
+		if (strcmp(*k, name) == 0)
+			return true;
+	return false;
+}
 
 static bool
 list_kind_known(const char *kind)
@@ -520,17 +549,20 @@ list_kind_known(const char *kind)
 }
 
 /* Operands: COMMAND [ARG]; which commands take which options. */
+static int check_options(const struct opts *o);
+
 static int
 check_operands(int argc, char **argv, struct opts *o)
 {
 	bool lookup, needs_arg;
 
 	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (lookup, summary, list, show, metrics "
-		    "or relay)");
+		return cli_usage_error(PROG, "missing command (lookup, summary, list, show, logs, "
+		    "metrics or relay)");
 	o->cmd = argv[optind++];
 	lookup = strcmp(o->cmd, "lookup") == 0;
-	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0;
+	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0 ||
+	    strcmp(o->cmd, "logs") == 0;
 	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
 	    strcmp(o->cmd, "relay") != 0)
 		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
@@ -542,9 +574,31 @@ check_operands(int argc, char **argv, struct opts *o)
 	o->arg = needs_arg ? argv[optind++] : NULL;
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	if (lookup != (o->session != NULL))
-		return cli_usage_error(PROG, lookup ? "lookup needs --session SID (the current session "
-		    "the caller holds)" : "--session goes with lookup only");
+	if (lookup && !o->session)
+		return cli_usage_error(PROG, "lookup needs --session SID (the current session "
+		    "the caller holds)");
+	return check_options(o);
+}
+
+/* Which commands take which options. */
+static int
+check_options(const struct opts *o)
+{
+	bool list = strcmp(o->cmd, "list") == 0, logs = strcmp(o->cmd, "logs") == 0;
+
+	if (o->session && !list && strcmp(o->cmd, "lookup") != 0)
+		return cli_usage_error(PROG, "--session goes with lookup and list only");
+	if ((o->columns || o->since_ms >= 0 || o->outcome) && !list)
+		return cli_usage_error(PROG, "-o, --since and --outcome go with list only");
+	if (o->outcome && !inspect_list_has_outcome(o->arg))
+		return cli_usage_error(PROG, "--outcome goes with list retained, refused, orphaned "
+		    "or receipts (list %s has no outcome)", o->arg);
+	if (o->columns && (o->ids || o->json))
+		return cli_usage_error(PROG, "-o goes with the table, not with --ids, -0 or --json");
+	if ((o->err || o->follow) && !logs)
+		return cli_usage_error(PROG, "--stderr and -f go with logs only");
+	if (logs && o->json)
+		return cli_usage_error(PROG, "logs prints the output itself; --json does not go with it");
 	if (o->ids && strcmp(o->cmd, "list") != 0)
 		return cli_usage_error(PROG, "--ids and -0 go with list only");
 	if (o->ids && o->json)
@@ -564,7 +618,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->timeout_ms = 5000;
 	o->sep = '\n';
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h0", options, NULL)) != -1) {
+	o->since_ms = -1;
+	while ((c = getopt_long(argc, argv, "h0o:f", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
@@ -573,6 +628,21 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_NUL: o->ids = 1; o->sep = '\0'; break;
+		case OPT_COLUMNS: o->columns = optarg; break;
+		case OPT_UTC: o->utc = 1; break;
+		case OPT_STDERR: o->err = 1; break;
+		case OPT_FOLLOW: o->follow = 1; break;
+		case OPT_SINCE:
+			if (timefmt_parse_age(optarg, &o->since_ms) < 0)
+				return cli_usage_error(PROG, "--since: '%s' is not an age with its unit, "
+				    "e.g. 30d, 12h, 90m or 3600s", optarg);
+			break;
+		case OPT_OUTCOME:
+			if (!outcome_known(optarg))
+				return cli_usage_error(PROG, "--outcome: unknown outcome '%s' (exited, killed, "
+				    "timeout, cancelled or exec_failed)", optarg);
+			o->outcome = optarg;
+			break;
 		case OPT_OUTPUT:
 			if (!*optarg)
 				return cli_usage_error(PROG, "--output: empty file name");
@@ -597,6 +667,8 @@ dispatch(struct state *st, const struct opts *o, struct ek_err *e)
 		return cmd_list(st, o, e);
 	if (strcmp(o->cmd, "show") == 0)
 		return cmd_show(st, o, e);
+	if (strcmp(o->cmd, "logs") == 0)
+		return cmd_logs(st, o, e);
 	if (strcmp(o->cmd, "metrics") == 0)
 		return cmd_metrics(st, o, e);
 	return cmd_summary(st, o, e);
@@ -617,7 +689,9 @@ main(int argc, char **argv)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	deadline = mono_ms() + o.timeout_ms;
 	relay = strcmp(o.cmd, "relay") == 0;
-	if ((strcmp(o.cmd, "lookup") == 0 || strcmp(o.cmd, "show") == 0) && !run_id_valid(o.arg)) {
+	timefmt_utc(o.utc);
+	if ((strcmp(o.cmd, "lookup") == 0 || strcmp(o.cmd, "show") == 0 ||
+	    strcmp(o.cmd, "logs") == 0) && !run_id_valid(o.arg)) {
 		/* an error, never an answer about a run */
 		ek_fail(&e, EK_DATAERR, "malformed run id: a run id is 1 to %d bytes of [A-Za-z0-9._:-]",
 		    RUN_ID_MAX);

@@ -22,10 +22,13 @@
 #include "runs.h"
 #include "state.h"
 #include "summary.h"
+#include "table.h"
+#include "timefmt.h"
 
 static const char PROG[] = "exec-session";
 
-enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT };
+enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
+	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_COLUMNS = 'o' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -34,12 +37,17 @@ static const struct option options[] = {
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "adopt", no_argument, NULL, OPT_ADOPT },
+	{ "current", no_argument, NULL, OPT_CURRENT },
+	{ "ids", no_argument, NULL, OPT_IDS },
+	{ "utc", no_argument, NULL, OPT_UTC },
+	{ "columns", required_argument, NULL, OPT_COLUMNS },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
 	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt]\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
+	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"
 	"Negotiate, keep and end the executor's control session.\n"
 	"\n"
@@ -50,7 +58,9 @@ static const char USAGE[] =
 	"             adds 'inspect-due' when the dispatcher holds inspections for it\n"
 	"  close      hand back the runs accepted and never started, then end the\n"
 	"             session at the dispatcher and here\n"
-	"  show       list every session this state has had\n"
+	"  show       list every session this state has had, oldest first (a table:\n"
+	"             SESSION_ID INCARNATION STATUS OPENED ENDED LAST_BEAT LEASE\n"
+	"             DISPATCHER)\n"
 	"  report     print the startup report without opening a session\n"
 	"  adopt SID  let the current session deliver the results retained under the\n"
 	"             earlier session SID, once the dispatcher has recorded the adoption\n"
@@ -60,6 +70,11 @@ static const char USAGE[] =
 	"      --adopt            open: then adopt every earlier session that still holds\n"
 	"                         retained results (exec-loop does this by default)\n"
 	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
+	"      --current          show: the current session only (exit 77 if none)\n"
+	"      --ids              show: session ids only, one per line\n"
+	"  -o, --columns COLUMNS  show: print only these columns, in this order (comma\n"
+	"                         list of the header's names, any case)\n"
+	"      --utc              show: times in UTC, not the local time zone\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
@@ -72,9 +87,9 @@ static const char USAGE[] =
 	"version.\n";
 
 struct opts {
-	const char *state_dir, *dispatcher, *cmd, *arg;
+	const char *state_dir, *dispatcher, *cmd, *arg, *columns;
 	int64_t timeout_ms;
-	int json, adopt;
+	int json, adopt, current, ids, utc;
 };
 
 static void
@@ -456,12 +471,47 @@ adopt_earlier(struct state *st, const struct opts *o, struct session *cur, struc
 	return rc < 0 ? -1 : 0;
 }
 
+/* --- show ----------------------------------------------------------------- */
+
+struct shower {
+	const struct opts *o;
+	struct table *t;
+	int rows, failed;
+};
+
+static const char *const show_columns[] = { "session_id", "incarnation", "status", "opened",
+	"ended", "last_beat", "lease", "dispatcher", NULL };
+
+static void
+show_row(struct shower *w, const struct session *s)
+{
+	char opened[64], ended[64], beat[64], lease[32];
+	const char *cells[] = { s->b.session_id, s->b.incarnation, s->status,
+		timefmt_when(opened, sizeof opened, s->opened_at),
+		timefmt_when(ended, sizeof ended, s->ended_at),
+		timefmt_when(beat, sizeof beat, s->last_beat_at),
+		timefmt_elapsed(lease, sizeof lease, s->lease_ms), s->dispatcher };
+	size_t i;
+
+	if (table_row(w->t) < 0)
+		w->failed = 1;
+	for (i = 0; !w->failed && i < sizeof cells / sizeof cells[0]; i++)
+		if (table_cell(w->t, cells[i]) < 0)
+			w->failed = 1;
+}
+
 static int
 show_one(const struct session *s, void *arg)
 {
-	const struct opts *o = arg;
+	struct shower *w = arg;
+	const struct opts *o = w->o;
 
-	if (o->json)
+	if (o->current && strcmp(s->status, "current") != 0)
+		return 0;
+	w->rows++;
+	if (o->ids)
+		puts(s->b.session_id);
+	else if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:I}",
 		    "session_id", s->b.session_id, "incarnation", s->b.incarnation,
 		    "dispatcher", s->dispatcher, "status", s->status,
@@ -469,8 +519,34 @@ show_one(const struct session *s, void *arg)
 		    "ended_at", s->ended_at ? json_integer(s->ended_at) : json_null(),
 		    "lease_ms", (json_int_t)s->lease_ms, "heartbeat_ms", (json_int_t)s->heartbeat_ms));
 	else
-		printf("%-22s %-22s %-9s %s\n", s->b.session_id, s->b.incarnation, s->status, s->dispatcher);
+		show_row(w, s);
 	return 0;
+}
+
+/* Every session (--current: the current one only) as a table, ids or JSON. */
+static int
+cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct shower w = { o, table_new(), 0, 0 };
+	const char *const *c;
+	char why[512];
+	int rc = w.t ? 0 : ek_fail(e, EK_OSERR, "out of memory");
+
+	for (c = show_columns; rc == 0 && *c; c++)
+		if (table_column(w.t, *c) < 0)
+			rc = ek_fail(e, EK_OSERR, "out of memory");
+	if (rc == 0 && o->columns && table_select(w.t, o->columns, why, sizeof why) < 0)
+		rc = ek_fail(e, EK_USAGE, "-o: %s", why);
+	if (rc == 0)
+		rc = session_each(st, show_one, &w, e);
+	if (rc == 0 && w.failed)
+		rc = ek_fail(e, EK_OSERR, "out of memory");
+	if (rc == 0 && o->current && w.rows == 0)
+		rc = ek_fail(e, EK_NOSESSION, "no current session (open one with 'exec-session open')");
+	if (rc == 0 && w.rows && !o->ids && !o->json)
+		table_print(w.t, stdout, true);
+	table_free(w.t);
+	return rc;
 }
 
 static int
@@ -493,7 +569,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
@@ -501,6 +577,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
 		case OPT_ADOPT: o->adopt = 1; break;
+		case OPT_CURRENT: o->current = 1; break;
+		case OPT_IDS: o->ids = 1; break;
+		case OPT_UTC: o->utc = 1; break;
+		case OPT_COLUMNS: o->columns = optarg; break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -522,6 +602,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
 	if (strcmp(o->cmd, "open") != 0 && o->adopt)
 		return cli_usage_error(PROG, "--adopt goes with open only");
+	if ((o->current || o->ids || o->utc || o->columns) && strcmp(o->cmd, "show") != 0)
+		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
+	if ((o->ids || o->columns) && o->json)
+		return cli_usage_error(PROG, "--ids and -o go with the table, not with --json");
+	if (o->ids && o->columns)
+		return cli_usage_error(PROG, "--ids and -o exclude each other");
 	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&
 	    strncmp(o->dispatcher, "https://", 8) != 0)
 		return cli_usage_error(PROG, "--dispatcher: '%s' is not an http:// or https:// URL", o->dispatcher);
@@ -538,6 +624,8 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
+	if (strcmp(o.cmd, "show") == 0)
+		timefmt_utc(o.utc);
 	if (strcmp(o.cmd, "open") == 0)
 		flags = STATE_CREATE;
 	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
@@ -552,7 +640,7 @@ main(int argc, char **argv)
 	else if (strcmp(o.cmd, "close") == 0)
 		rc = cmd_close(&st, &o, &e);
 	else if (strcmp(o.cmd, "show") == 0)
-		rc = session_each(&st, show_one, &o, &e);
+		rc = cmd_show(&st, &o, &e);
 	else if (strcmp(o.cmd, "adopt") == 0)
 		rc = cmd_adopt(&st, &o, &e);
 	else

@@ -20,13 +20,15 @@
 #include "proc.h"
 #include "jsonout.h"
 #include "output.h"
+#include "story.h"
 
 /* --- the guard ----------------------------------------------------------- */
 
 static const enum inspect_mode modes[] = { INSPECT_VIEW, INSPECT_LOOKUP };
 
 /* Columns a lookup must never read: the program and everything about how
- * it would run, and the accepted spec, which contains them. */
+ * it would run (in runs, and program and args in results), and the
+ * accepted spec, which contains them. */
 static const char *const run_private[] = { "program", "args", "env", "cwd", "policy", NULL };
 
 /* Columns stored as JSON text, shown as JSON values. */
@@ -53,8 +55,8 @@ authorize(void *arg, int action, const char *table, const char *column, const ch
 		return SQLITE_DENY;
 	if (*mode != INSPECT_LOOKUP)
 		return SQLITE_OK;
-	if (strcmp(table, "runs") == 0 && in_list(column, run_private))
-		return SQLITE_DENY;
+	if ((strcmp(table, "runs") == 0 || strcmp(table, "results") == 0) && in_list(column, run_private))
+		return SQLITE_DENY;   /* a result keeps the program and args too (schema step 10) */
 	if (strcmp(table, "accepts") == 0 && strcmp(column, "content") == 0)
 		return SQLITE_DENY;
 	return SQLITE_OK;
@@ -479,6 +481,14 @@ row_json(sqlite3_stmt *q)
 const char *const inspect_list_kinds[] = { "quarantined", "unknown", "retained", "refused",
 	"orphaned", "queued", "running", "receipts", NULL };
 
+const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancelled",
+	"exec_failed", NULL };
+
+/* The column --since looks at, of each kind, in the order of
+ * inspect_list_kinds: the one the list is ordered by. */
+static const char *const list_time[] = { "due_at", "unknown_at", "chosen_at", "chosen_at",
+	"chosen_at", "due_at", "started_at", "acked_at" };
+
 /* The query of each kind, in the order of inspect_list_kinds. */
 static const char *const list_sql[] = {
 	CUR "SELECT run_id, state, incarnation, session_id, due_at, started_at, txn_id FROM runs "
@@ -497,8 +507,33 @@ static const char *const list_sql[] = {
 	    "FROM receipts ORDER BY acked_at, rowid",
 };
 
+bool
+inspect_list_has_outcome(const char *kind)
+{
+	return in_list(kind, (const char *const[]){ "retained", "refused", "orphaned", "receipts", NULL });
+}
+
+/* Does row pass the filter?  time is the kind's --since column. */
+static bool
+row_passes(json_t *row, const struct inspect_filter *f, const char *time)
+{
+	const char *v;
+
+	if (!f)
+		return true;
+	if (f->session && (!(v = json_string_value(json_object_get(row, "session_id"))) ||
+	    strcmp(v, f->session) != 0))
+		return false;
+	if (f->outcome && (!(v = json_string_value(json_object_get(row, "outcome"))) ||
+	    strcmp(v, f->outcome) != 0))
+		return false;
+	return f->since_ms < 0 ||
+	    json_integer_value(json_object_get(row, time)) >= now_ms() - f->since_ms;
+}
+
 static int
-list_rows(struct state *st, sqlite3_stmt *q, int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
+list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, const char *time,
+    int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
 	json_t *row;
 	int rc;
@@ -506,6 +541,10 @@ list_rows(struct state *st, sqlite3_stmt *q, int (*fn)(json_t *, void *), void *
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		if (!(row = row_json(q)))
 			return ek_fail(e, EK_OSERR, "out of memory");
+		if (!row_passes(row, f, time)) {
+			json_decref(row);
+			continue;
+		}
 		rc = fn(row, arg);
 		json_decref(row);
 		if (rc != 0)
@@ -514,23 +553,50 @@ list_rows(struct state *st, sqlite3_stmt *q, int (*fn)(json_t *, void *), void *
 	return rc;
 }
 
+/* The index of kind in inspect_list_kinds; EK_USAGE if it is none. */
+static int
+kind_index(const char *kind, struct ek_err *e)
+{
+	int i;
+
+	for (i = 0; inspect_list_kinds[i] && strcmp(kind, inspect_list_kinds[i]) != 0; i++)
+		;
+	return inspect_list_kinds[i] ? i : ek_fail(e, EK_USAGE, "unknown list '%.40s'", kind);
+}
+
 int
-inspect_list(struct state *st, const char *kind, int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
+inspect_list_columns(struct state *st, const char *kind, json_t **names, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+	int i = kind_index(kind, e), c;
+
+	*names = NULL;
+	if (i < 0 || !(q = db_prep(&st->db, list_sql[i], e)))
+		return -1;
+	*names = json_array();
+	for (c = 0; *names && c < sqlite3_column_count(q); c++)
+		if (json_array_append_new(*names, json_string(sqlite3_column_name(q, c))) < 0) {
+			json_decref(*names);
+			*names = NULL;
+		}
+	db_done(&st->db, q);
+	return *names ? 0 : ek_fail(e, EK_OSERR, "out of memory");
+}
+
+int
+inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
+    int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
 	sqlite3_stmt *q;
 	int i, rc;
 
-	for (i = 0; inspect_list_kinds[i] && strcmp(kind, inspect_list_kinds[i]) != 0; i++)
-		;
-	if (!inspect_list_kinds[i])
-		return ek_fail(e, EK_USAGE, "unknown list '%.40s'", kind);
-	if (begin_read(st, e) < 0)
+	if ((i = kind_index(kind, e)) < 0 || begin_read(st, e) < 0)
 		return -1;
 	if (!(q = db_prep(&st->db, list_sql[i], e))) {
 		end_read(st);
 		return -1;
 	}
-	rc = list_rows(st, q, fn, arg, e);
+	rc = list_rows(st, q, f, list_time[i], fn, arg, e);
 	db_done(&st->db, q);
 	end_read(st);
 	return rc < 0 ? -1 : 0;
@@ -546,9 +612,10 @@ static const char *const show_sql[][2] = {
 	    "unknown_at, unknown_why FROM runs WHERE run_id = ?1" },
 	{ "result", "SELECT incarnation, session_id, outcome, exit_code, wait_status, message, "
 	    "chosen_at, attempts, last_attempt_at, refused, refused_cause, last_diag, claim_owner, "
-	    "claim_until, CAST(body AS TEXT) AS body FROM results WHERE run_id = ?1" },
+	    "claim_until, CAST(body AS TEXT) AS body, due_at, started_at, start_marker, program, args "
+	    "FROM results WHERE run_id = ?1" },
 	{ "receipt", "SELECT incarnation, session_id, outcome, exit_code, acked_at, record_id, "
-	    "attempts FROM receipts WHERE run_id = ?1" },
+	    "attempts, started_at, chosen_at FROM receipts WHERE run_id = ?1" },
 };
 
 /* One row selected by ?1 = key (bound text) or JSON null. */
@@ -617,9 +684,8 @@ show_verdict(json_t *o)
 		    "choosing a result; kept as evidence, never re-run");
 	} else if (json_is_object(rcpt)) {
 		v = "acknowledged";
-		snprintf(d, sizeof d, "acknowledged (receipt: dispatcher record %" JSON_INTEGER_FORMAT
-		    " at %" JSON_INTEGER_FORMAT " ms)", json_integer_value(json_object_get(rcpt, "record_id")),
-		    json_integer_value(json_object_get(rcpt, "acked_at")));
+		snprintf(d, sizeof d, "acknowledged (receipt: dispatcher record %" JSON_INTEGER_FORMAT ")",
+		    json_integer_value(json_object_get(rcpt, "record_id")));
 	} else if (json_is_true(json_object_get(res, "refused"))) {
 		v = "refused";
 		snprintf(d, sizeof d, "refused by the dispatcher (%s); kept as evidence, never retried",
@@ -641,6 +707,21 @@ show_verdict(json_t *o)
 	json_object_set_new(o, "detail", json_string(d));
 }
 
+/* The run's story (story.h), with the accepted spec for what the rows
+ * no longer hold. */
+static int
+show_story(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
+{
+	json_t *spec;
+	int rc;
+
+	if (one_row(st, "SELECT content FROM accepts WHERE run_id = ?1", run_id, NULL, &spec, e) < 0)
+		return -1;
+	rc = story_add(st, o, json_string_value(json_object_get(spec, "content")));
+	json_decref(spec);
+	return rc < 0 ? ek_fail(e, EK_OSERR, "out of memory") : 0;
+}
+
 static int
 show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
 {
@@ -652,7 +733,7 @@ show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
 			return -1;
 		json_object_set_new(o, show_sql[i][0], v);
 	}
-	return show_binding(st, o, e);
+	return show_binding(st, o, e) < 0 ? -1 : show_story(st, run_id, o, e);
 }
 
 int

@@ -116,14 +116,35 @@ json_t *inspect_found_json(const struct inspect_found *f, const char *key);
  * orphaned queued running receipts. */
 extern const char *const inspect_list_kinds[];
 
-/* One row per item of kind, oldest first: fn(row) with row a JSON object
- * whose keys come in column order, run_id first.  fn returning non-zero
- * stops the listing.  EK_USAGE for an unknown kind. */
-int inspect_list(struct state *st, const char *kind, int (*fn)(json_t *row, void *),
-    void *arg, struct ek_err *e);
+/* The column names of list kind, in order, as a new JSON array of strings. */
+int inspect_list_columns(struct state *st, const char *kind, json_t **names, struct ek_err *e);
+
+/* The outcomes a result or receipt can hold, NULL-terminated. */
+extern const char *const inspect_outcomes[];
+
+/* Does list kind have an outcome column (retained, refused, orphaned,
+ * receipts)? */
+bool inspect_list_has_outcome(const char *kind);
+
+/* Which rows a list keeps: each field unset (-1, NULL) keeps them all.
+ * since_ms: the row's time (the column the list is ordered by: due_at,
+ * unknown_at, chosen_at, started_at or acked_at) is at most that old. */
+struct inspect_filter {
+	int64_t since_ms;      /* -1: any age */
+	const char *outcome;   /* one of inspect_outcomes */
+	const char *session;   /* the session id of the row's binding */
+};
+
+/* One row per item of kind that passes f (NULL: every item), oldest
+ * first: fn(row) with row a JSON object whose keys come in column order,
+ * run_id first.  fn returning non-zero stops the listing.  EK_USAGE for an
+ * unknown kind. */
+int inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
+    int (*fn)(json_t *row, void *), void *arg, struct ek_err *e);
 
 /* Everything stored about run_id (never the session credential), as a new
- * object: run_id, verdict, detail, binding, accepted, run, result, receipt.
+ * object: run_id, verdict, detail, binding, accepted, run, result, receipt,
+ * story (story.h).
  * 0 with *out NULL when nothing at all was ever recorded under run_id. */
 int inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *e);
 

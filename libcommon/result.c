@@ -29,11 +29,13 @@ static int
 insert_result(struct state *st, const char *run_id, const struct binding *b, const char *outcome,
     int exit_code, int wait_status, const char *message, const char *body, int64_t now, struct ek_err *e)
 {
-	/* The run's start facts go with its result (schema step 5). */
+	/* The run's start facts (schema step 5), program and args (step 10)
+	 * go with its result. */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
 	    "outcome, exit_code, wait_status, message, chosen_at, body, due_at, started_at, "
-	    "start_marker) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, r.due_at, r.started_at, "
-	    "r.start_marker FROM (SELECT 1) LEFT JOIN runs r ON r.run_id = ?1 "
+	    "start_marker, program, args) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, r.due_at, "
+	    "r.started_at, r.start_marker, r.program, r.args FROM (SELECT 1) "
+	    "LEFT JOIN runs r ON r.run_id = ?1 "
 	    "WHERE true ON CONFLICT(run_id) DO NOTHING", e);
 
 	if (!q)
@@ -199,8 +201,9 @@ int
 result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR IGNORE INTO receipts(run_id, incarnation, "
-	    "session_id, outcome, exit_code, acked_at, record_id, attempts) SELECT run_id, incarnation, "
-	    "session_id, outcome, exit_code, ?1, ?2, attempts FROM results WHERE run_id = ?3", e);
+	    "session_id, outcome, exit_code, acked_at, record_id, attempts, started_at, chosen_at) "
+	    "SELECT run_id, incarnation, session_id, outcome, exit_code, ?1, ?2, attempts, "
+	    "started_at, chosen_at FROM results WHERE run_id = ?3", e);
 
 	if (!q)
 		return -1;

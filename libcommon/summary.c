@@ -1,9 +1,11 @@
 /* summary — see summary.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "binding.h"
 #include "handback.h"
 #include "summary.h"
+#include "timefmt.h"
 
 /* Runs and deliverable results are counted per binding first, through
  * the indexes that already order them by binding (runs_due,
@@ -80,4 +82,24 @@ summary_json(const struct summary *s)
 	    "oldest_unreconciled_ms", (json_int_t)s->oldest_unreconciled_ms,
 	    "handed_back", "acknowledged", (json_int_t)s->handed_back,
 	    "pending", (json_int_t)s->handing_back);
+}
+
+void
+summary_print(FILE *f, const struct summary *s)
+{
+	char a[48], b[48];
+
+	fprintf(f, "queued: %s of the current session\n", timefmt_plural(s->queued, "run", a, sizeof a));
+	fprintf(f, "running: %s of the current session\n", timefmt_plural(s->started, "run", a, sizeof a));
+	fprintf(f, "quarantined: %s of other sessions (%lld queued, %lld started)\n",
+	    timefmt_plural(s->quarantined, "run", a, sizeof a), (long long)s->quarantined_queued,
+	    (long long)s->quarantined_started);
+	fprintf(f, "unknown: %s\n", timefmt_plural(s->unknown, "run", a, sizeof a));
+	fprintf(f, "unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
+	    "refused %lld; %s so far)\n", (long long)(s->deliverable + s->earlier_session + s->refused),
+	    (long long)s->deliverable, (long long)s->earlier_session, (long long)s->refused,
+	    timefmt_plural(s->attempts, "delivery attempt", b, sizeof b));
+	fprintf(f, "receipts: %lld\n", (long long)s->receipts);
+	fprintf(f, "handed back: %s (%lld more marked, not acknowledged yet)\n",
+	    timefmt_plural(s->handed_back, "run", a, sizeof a), (long long)s->handing_back);
 }

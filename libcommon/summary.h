@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "state.h"
 
@@ -23,6 +24,9 @@ struct summary {
 };
 
 int summary_read(struct state *st, struct summary *s, struct ek_err *e);
+
+/* The summary for a human, one population a line, plurals right. */
+void summary_print(FILE *f, const struct summary *s);
 
 /* The summary as a JSON object (fields documented in doc/json.md). */
 json_t *summary_json(const struct summary *s);

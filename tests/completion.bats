@@ -54,7 +54,7 @@ sorted() { LC_ALL=C sort; }
 	run complete_words exec-session ''
 	assert_output "$(printf '%s\n' open heartbeat close show report adopt)"
 	run complete_words exec-inspect ''
-	assert_output "$(printf '%s\n' lookup summary list show metrics relay)"
+	assert_output "$(printf '%s\n' lookup summary list show logs metrics relay)"
 	run complete_words exec-inspect --json s
 	assert_output "$(printf '%s\n' summary show)"
 	run complete_words exec-run s

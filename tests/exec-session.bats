@@ -288,7 +288,8 @@ elapsed_ms() {
 		fault hang 1 3600000 "/v1/sessions/$sid"   # the DELETE is never answered
 		exec-session close 3>&- &
 		pid=$!
-		wait_until '[ -s "$EXEC_STATE_DIR/shutdown" ]'
+		# its own marker (pid:start time), not the one the TERM round left
+		wait_until 'grep -q "^$pid:" "$EXEC_STATE_DIR/shutdown" 2>/dev/null'
 		kill -s "$sig" "$pid"
 		wait "$pid" || true
 		admin DELETE /admin/faults >/dev/null

@@ -1,0 +1,148 @@
+/* runlog — see runlog.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runlog.h"
+#include "text.h"
+
+#define POLL_MS 100
+#define LINE_MAX_BYTES 4096
+
+/* Bytes of a line not yet printed (safe mode prints whole lines). */
+struct carry {
+	char buf[LINE_MAX_BYTES + 1];
+	size_t n;
+};
+
+/* Is the run still to produce output: queued or started, no result yet? */
+static int
+run_pending(struct state *st, const char *run_id, bool *pending, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1 "
+	    "AND state IN ('queued', 'started')) AND NOT EXISTS (SELECT 1 FROM results "
+	    "WHERE run_id = ?1) AND NOT EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1)", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		*pending = sqlite3_column_int(q, 0) != 0;
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+static void
+flush_line(struct carry *c, bool newline)
+{
+	char safe[LINE_MAX_BYTES + 1];
+
+	c->buf[c->n] = '\0';
+	fputs(text_safe(safe, sizeof safe, c->buf), stdout);
+	if (newline)
+		putchar('\n');
+	c->n = 0;
+}
+
+/* Print n bytes: raw, or line by line made safe for a terminal. */
+static void
+emit(const char *b, size_t n, bool safe, struct carry *c)
+{
+	size_t i;
+
+	if (!safe) {
+		fwrite(b, 1, n, stdout);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (b[i] == '\n') {
+			flush_line(c, true);
+			continue;
+		}
+		c->buf[c->n++] = b[i];
+		if (c->n == LINE_MAX_BYTES)
+			flush_line(c, false);
+	}
+}
+
+/* Copy fd to stdout until its current end. */
+static int
+drain(int fd, const char *name, bool safe, struct carry *c, struct ek_err *e)
+{
+	char b[65536];
+	ssize_t n;
+
+	while ((n = read(fd, b, sizeof b)) != 0) {
+		if (n < 0 && errno == EINTR)
+			return 0;   /* a signal: the caller looks at *stop */
+		if (n < 0)
+			return ek_fail(e, EK_IOERR, "out/%s: %s", name, strerror(errno));
+		emit(b, (size_t)n, safe, c);
+	}
+	fflush(stdout);
+	return ferror(stdout) ? ek_fail(e, EK_IOERR, "write error: %s", strerror(errno)) : 0;
+}
+
+static void
+nap(void)
+{
+	struct timespec t = { 0, POLL_MS * 1000000L };
+
+	nanosleep(&t, NULL);   /* a signal cuts it short, as it should */
+}
+
+/* Open the output file; while following a pending run, wait for it. */
+static int
+open_output(struct state *st, const struct runlog *r, const char *name,
+    volatile sig_atomic_t *stop, struct ek_err *e)
+{
+	char rel[320];
+	bool pending = false;
+	int fd;
+
+	snprintf(rel, sizeof rel, "out/%s", name);
+	for (;;) {
+		if (r->follow && run_pending(st, r->run_id, &pending, e) < 0)
+			return -1;
+		if ((fd = state_open_file(st, rel, O_RDONLY, 0, NULL)) >= 0)
+			return fd;
+		if (errno != ENOENT)
+			return state_open_file(st, rel, O_RDONLY, 0, e);   /* says why */
+		if (!pending || *stop)
+			return ek_fail(e, EK_NOINPUT, "run '%s': no captured %s (out/%s)%s", r->run_id,
+			    r->err ? "stderr" : "stdout", name, r->follow ? "" :
+			    "; not stored, or not started yet (-f waits for it)");
+		nap();
+	}
+}
+
+int
+runlog_print(struct state *st, const struct runlog *r, volatile sig_atomic_t *stop,
+    struct ek_err *e)
+{
+	char name[300];
+	struct carry c = { .n = 0 };
+	bool pending = false;
+	int fd, rc;
+
+	snprintf(name, sizeof name, "%s.%s", r->run_id, r->err ? "stderr" : "stdout");
+	if ((fd = open_output(st, r, name, stop, e)) < 0)
+		return -1;
+	for (;;) {
+		/* Asked before the read: once it says finished, this read is the last. */
+		if ((rc = r->follow ? run_pending(st, r->run_id, &pending, e) : 0) < 0 ||
+		    (rc = drain(fd, name, r->safe, &c, e)) < 0)
+			break;
+		if (!r->follow || !pending || *stop)
+			break;
+		nap();
+	}
+	if (c.n)
+		flush_line(&c, false);
+	close(fd);
+	return rc;
+}

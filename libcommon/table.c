@@ -1,0 +1,259 @@
+/* table — see table.h. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "table.h"
+#include "text.h"
+#include "timefmt.h"
+
+struct table {
+	char **names;        /* ncols */
+	char **cells;        /* nrows * ncols, row-major; NULL: empty */
+	size_t ncols, nrows, cap;
+	size_t *order, nshow;   /* the columns printed, in order */
+	size_t filled;       /* cells of the last row filled */
+};
+
+struct table *
+table_new(void)
+{
+	return calloc(1, sizeof(struct table));
+}
+
+void
+table_free(struct table *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->ncols; i++)
+		free(t->names[i]);
+	for (i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->names);
+	free(t->cells);
+	free(t->order);
+	free(t);
+}
+
+int
+table_column(struct table *t, const char *name)
+{
+	char **names;
+	size_t *order, i;
+
+	if (t->nrows)
+		return -1;   /* columns come first */
+	if (!(names = realloc(t->names, (t->ncols + 1) * sizeof *names)))
+		return -1;
+	t->names = names;
+	if (!(order = realloc(t->order, (t->ncols + 1) * sizeof *order)))
+		return -1;
+	t->order = order;
+	if (!(names[t->ncols] = strdup(name)))
+		return -1;
+	for (i = 0; names[t->ncols][i]; i++)
+		names[t->ncols][i] = (char)toupper((unsigned char)names[t->ncols][i]);
+	t->order[t->nshow++] = t->ncols++;
+	return 0;
+}
+
+int
+table_row(struct table *t)
+{
+	char **cells;
+	size_t want = (t->nrows + 1) * t->ncols;
+
+	if (want > t->cap) {
+		size_t cap = want * 2;
+
+		if (!(cells = realloc(t->cells, cap * sizeof *cells)))
+			return -1;
+		t->cells = cells;
+		t->cap = cap;
+	}
+	memset(t->cells + t->nrows * t->ncols, 0, t->ncols * sizeof *t->cells);
+	t->nrows++;
+	t->filled = 0;
+	return 0;
+}
+
+int
+table_cell(struct table *t, const char *text)
+{
+	size_t n = strlen(text) + 1;
+	char *c;
+
+	if (!t->nrows || t->filled == t->ncols)
+		return -1;
+	if (*text) {
+		if (!(c = malloc(n)))
+			return -1;
+		text_safe(c, n, text);   /* never longer than the text */
+		t->cells[(t->nrows - 1) * t->ncols + t->filled] = c;
+	}
+	t->filled++;
+	return 0;
+}
+
+static bool
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* A stored value as a human reads it, in a new string: moments as
+ * date-times, durations in ms as elapsed times, text as it is (the table
+ * makes it safe; never shell-quoted), null empty.  NULL: out of memory. */
+static char *
+cell_text(const char *key, json_t *v)
+{
+	char buf[64];
+	json_int_t i = json_integer_value(v);
+
+	if (!v || json_is_null(v))
+		return strdup("");
+	if (json_is_string(v))
+		return strdup(json_string_value(v));
+	if (json_is_boolean(v))
+		return strdup(json_is_true(v) ? "yes" : "no");
+	if (json_is_integer(v) && (ends_with(key, "_at") || strcmp(key, "claim_until") == 0))
+		return strdup(timefmt_when(buf, sizeof buf, i));
+	if (json_is_integer(v) && ends_with(key, "_ms"))
+		return strdup(timefmt_elapsed(buf, sizeof buf, i));
+	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+int
+table_cell_json(struct table *t, const char *key, json_t *v)
+{
+	char *c = cell_text(key, v);
+	int rc = c ? table_cell(t, c) : -1;
+
+	free(c);
+	return rc;
+}
+
+int
+table_pair(struct table *t, const char *label, const char *value)
+{
+	return table_row(t) < 0 || table_cell(t, label) < 0 || table_cell(t, value ? value : "") < 0 ?
+	    -1 : 0;
+}
+
+size_t
+table_rows(const struct table *t)
+{
+	return t->nrows;
+}
+
+/* The index of the column named name (any case), or ncols. */
+static size_t
+column_index(const struct table *t, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncols; i++)
+		if (strlen(t->names[i]) == len && strncasecmp(t->names[i], name, len) == 0)
+			break;
+	return i;
+}
+
+static void
+valid_names(const struct table *t, char *why, size_t n, const char *bad, size_t badlen)
+{
+	size_t i, used;
+
+	used = (size_t)snprintf(why, n, "unknown column '%.*s' (valid: ", (int)badlen, bad);
+	for (i = 0; i < t->ncols && used < n; i++)
+		used += (size_t)snprintf(why + used, n - used, "%s%s", i ? ", " : "", t->names[i]);
+	if (used < n)
+		snprintf(why + used, n - used, ")");
+}
+
+int
+table_select(struct table *t, const char *list, char *why, size_t n)
+{
+	const char *p = list;
+	size_t len, i, nshow = 0;
+
+	for (;;) {
+		len = strcspn(p, ",");
+		if ((i = column_index(t, p, len)) == t->ncols) {
+			valid_names(t, why, n, p, len);
+			return -1;
+		}
+		t->order[nshow++] = i;
+		if (!p[len] || nshow == t->ncols)
+			break;
+		p += len + 1;
+	}
+	if (p[len]) {
+		snprintf(why, n, "-o: more columns than the %zu there are", t->ncols);
+		return -1;
+	}
+	t->nshow = nshow;
+	return 0;
+}
+
+/* Characters in a UTF-8 string: bytes that do not continue a character. */
+static size_t
+chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+static const char *
+cell(const struct table *t, size_t row, size_t col)
+{
+	const char *c = t->cells[row * t->ncols + col];
+
+	return c ? c : "-";
+}
+
+static void
+print_line(const struct table *t, FILE *f, const size_t *width, size_t row, bool header)
+{
+	size_t i, pad;
+	const char *s;
+
+	for (i = 0; i < t->nshow; i++) {
+		s = header ? t->names[t->order[i]] : cell(t, row, t->order[i]);
+		fputs(s, f);
+		if (i + 1 == t->nshow)
+			break;
+		for (pad = chars(s); pad < width[i] + 2; pad++)
+			fputc(' ', f);
+	}
+	fputc('\n', f);
+}
+
+int
+table_print(const struct table *t, FILE *f, bool header)
+{
+	size_t *width = calloc(t->nshow ? t->nshow : 1, sizeof *width), i, r, w;
+
+	if (!width)
+		return -1;
+	for (i = 0; i < t->nshow; i++) {
+		width[i] = header ? chars(t->names[t->order[i]]) : 0;
+		for (r = 0; r < t->nrows; r++)
+			if ((w = chars(cell(t, r, t->order[i]))) > width[i])
+				width[i] = w;
+	}
+	if (header)
+		print_line(t, f, width, 0, true);
+	for (r = 0; r < t->nrows; r++)
+		print_line(t, f, width, r, false);
+	free(width);
+	return ferror(f) ? -1 : 0;
+}

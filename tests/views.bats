@@ -1,0 +1,320 @@
+#!/usr/bin/env bats
+# The operator's views: tables sized to their content (exec-inspect list,
+# show, exec-session show), times as date-times in the local zone or UTC,
+# -o COLUMNS, a run's whole story, its captured output (logs, -f), list
+# filters, and the current session id alone.
+
+load helpers
+load inspect
+
+# A run id of 100 characters: $1 then x's.
+long_id() {
+	local id=$1
+	while [ "${#id}" -lt 100 ]; do id+=x; done
+	echo "$id"
+}
+
+# aligned: every line of $output below the header starts each column at
+# the offset where its header name starts (a cell never starts with a
+# blank and the column before it ends in one).
+aligned() {
+	awk 'NR == 1 {
+		for (i = 2; i <= length($0); i++)
+			if (substr($0, i - 1, 1) == " " && substr($0, i, 1) != " ")
+				off[++n] = i
+		next
+	}
+	{
+		for (k = 1; k <= n; k++)
+			if (substr($0, off[k] - 1, 1) != " " || substr($0, off[k], 1) == " ") {
+				printf "line %d: column %d does not start at offset %d: %s\n", NR, k + 1, off[k], $0
+				bad = 1
+			}
+	}
+	END { exit bad }' <<<"$output"
+}
+
+# date-time of epoch ms $1 as the views print it: local unless $2 is -u
+when() {
+	if [ "${2:-}" = -u ]; then
+		date -u -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%SZ'
+	else
+		date -d "@$(($1 / 1000))" '+%Y-%m-%d %H:%M:%S'
+	fi
+}
+
+# Two refused results under 100-character ids, one exited and one
+# exec_failed (never submitted to the dispatcher: it refuses them).
+two_refused() {
+	start_dispatcher
+	open_session
+	L1=$(long_id a)
+	L2=$(long_id b)
+	{ spec "$L1" /bin/echo '["hi"]'; spec "$L2" /nonexistent/prog; } | exec-accept >/dev/null
+	exec-run start --wait >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM results WHERE refused = 1")" = 2 ]
+}
+
+@test "tables: 100-character run ids keep every column at the header's offsets" {
+	two_refused
+	run --separate-stderr exec-inspect list refused
+	assert_success
+	[ "${#lines[@]}" = 3 ]
+	assert_line -n 0 --regexp '^RUN_ID +INCARNATION +SESSION_ID +OUTCOME +EXIT_CODE +CHOSEN_AT +ATTEMPTS +REFUSED_CAUSE +LAST_DIAG$'
+	assert_line --regexp "^$L2 .* exec_failed "
+	aligned || fail "not aligned: $output"
+	# LAST_DIAG as stored (made safe for a terminal), never shell-quoted
+	diag=$(sql "SELECT last_diag FROM results WHERE run_id = '$L1'")
+	[[ "$diag" == *" "* ]]
+	[[ "$(grep "^$L1 " <<<"$output")" == *"  $diag" ]] || fail "last_diag not printed as it is: $output"
+	# every other list and the session table
+	for k in retained receipts queued; do
+		run --separate-stderr exec-inspect list "$k"
+		assert_success
+	done
+	spec "$(long_id q)" | exec-accept >/dev/null
+	run --separate-stderr exec-inspect list queued
+	aligned || fail "list queued: $output"
+	open_session
+	run --separate-stderr exec-session show
+	assert_success
+	assert_line -n 0 --regexp '^SESSION_ID +INCARNATION +STATUS +OPENED +ENDED +LAST_BEAT +LEASE +DISPATCHER$'
+	[ "${#lines[@]}" = 3 ]
+	aligned || fail "exec-session show: $output"
+	run --separate-stderr exec-inspect list quarantined
+	aligned || fail "list quarantined: $output"
+}
+
+@test "times: local date-times, --utc in UTC, never epoch ms in human output" {
+	two_refused
+	chosen=$(sql "SELECT chosen_at FROM results WHERE run_id = '$L1'")
+	opened=$(sql "SELECT opened_at FROM sessions WHERE status = 'current'")
+	run --separate-stderr env TZ=JST-9 exec-inspect list refused
+	assert_success
+	assert_line -n 1 --partial "  $(TZ=JST-9 when "$chosen")  "
+	run --separate-stderr env TZ=JST-9 exec-inspect list refused --utc
+	assert_line -n 1 --partial "  $(when "$chosen" -u)  "
+	[ "$(TZ=JST-9 when "$chosen")" != "$(when "$chosen" -u)" ]
+	run --separate-stderr env TZ=JST-9 exec-session show --utc
+	assert_line -n 1 --partial "  $(when "$opened" -u)  "
+	run --separate-stderr env TZ=JST-9 exec-session show
+	assert_line -n 1 --partial "  $(TZ=JST-9 when "$opened")  "
+	local -a views=("exec-inspect list refused" "exec-inspect show $L1" "exec-inspect summary"
+		"exec-session show")
+	for v in "${views[@]}"; do
+		read -ra cmd <<<"$v"
+		run --separate-stderr "${cmd[@]}"
+		assert_success
+		# (a start marker's @ms is part of an identifier)
+		refute_output --regexp '(^|[^0-9a-zA-Z@])[0-9]{13}([^0-9a-zA-Z]|$)'
+		refute_output --regexp '[0-9] ms'
+	done
+	run --separate-stderr exec-inspect summary
+	assert_line --regexp '^oldest unreconciled result: chosen [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}, ([0-9]+ms|[0-9]+s|[0-9]+m[0-9]{2}s) ago$'
+	assert_line --regexp '^unreconciled results: 2 \(.*; [0-9]+ delivery attempts? so far\)$'
+	# JSON keeps epoch ms
+	run --separate-stderr exec-inspect list refused --json
+	assert_output --partial "\"chosen_at\":$chosen,"
+}
+
+@test "-o COLUMNS: those columns in that order, any case; an unknown one is a usage error naming the valid ones" {
+	two_refused
+	run --separate-stderr exec-inspect list refused -o outcome,RUN_ID
+	assert_success
+	assert_line -n 0 --regexp '^OUTCOME +RUN_ID$'
+	assert_line "exited       $L1"
+	assert_line "exec_failed  $L2"
+	run --separate-stderr exec-inspect list refused --columns run_id,nonsense
+	[ "$status" -eq "$EK_USAGE" ]
+	[ -z "$output" ]
+	[[ "$stderr" == *"unknown column 'nonsense' (valid: RUN_ID, INCARNATION, SESSION_ID, OUTCOME,"* ]]
+	run --separate-stderr exec-inspect list running -o nonsense   # no rows: still checked
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect list refused -o run_id --json
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-session show -o status,session_id
+	assert_success
+	assert_line -n 1 --regexp '^current +ses-[0-9a-f]+$'
+	run --separate-stderr exec-session show -o lease,bogus
+	[ "$status" -eq "$EK_USAGE" ]
+	[[ "$stderr" == *"unknown column 'bogus' (valid: SESSION_ID, INCARNATION, STATUS, OPENED, ENDED, LAST_BEAT, LEASE, DISPATCHER)"* ]]
+}
+
+# Has process $1 a handler for SIGINT and SIGTERM (its SigCgt mask)?
+catches_stop() {
+	local mask
+	mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null) && [ -n "$mask" ] &&
+		(( (0x$mask & 0x4002) == 0x4002 ))
+}
+
+# The story's value for a label: story_value LABEL (from $output)
+story_value() {
+	sed -n "s/^$1: *//p" <<<"$output" | head -1
+}
+
+@test "show: a run's whole story, before and after its execution row is released, and after acknowledgement" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec st1 /bin/sh '["-c","echo out; echo err >&2"]')"
+	run --separate-stderr exec-inspect show st1
+	assert_success
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value args)" = '["-c","echo out; echo err >&2"]' ]
+	[[ "$(story_value binding)" == "incarnation=inc-"*"(session current; current)" ]]
+	[[ "$(story_value accepted)" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9:]{8}$ ]]
+	[ "$(story_value started)" = - ]
+	[ "$(story_value outcome)" = - ]
+	# delivered against a failing dispatcher: the result is retained, the row released
+	fault 5xx 100000
+	exec-run start --wait >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM runs WHERE run_id = 'st1'")" = 0 ]
+	[ "$(sql "SELECT program FROM results WHERE run_id = 'st1'")" = /bin/sh ]
+	run --separate-stderr exec-inspect show st1
+	assert_success
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value args)" = '["-c","echo out; echo err >&2"]' ]
+	[[ "$(story_value started)" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9:]{8}$ ]]
+	[[ "$(story_value finished)" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9:]{8}$ ]]
+	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
+	[ "$(story_value outcome)" = "exited 0" ]
+	[[ "$(story_value delivery)" =~ ^[0-9]+\ attempts?,\ not\ acknowledged\ yet$ ]]
+	[ "$(story_value stdout)" = "$EXEC_STATE_DIR/out/st1.stdout" ]
+	[ "$(story_value stderr)" = "$EXEC_STATE_DIR/out/st1.stderr" ]
+	# acknowledged: the result goes too; the receipt and the accepted spec keep the story
+	admin DELETE /admin/faults >/dev/null
+	exec-reconcile >/dev/null
+	[ "$(sql "SELECT count(*) FROM results WHERE run_id = 'st1'")" = 0 ]
+	run --separate-stderr exec-inspect show st1
+	assert_success
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value outcome)" = "exited 0" ]
+	[[ "$(story_value started)" =~ ^[0-9]{4}- ]]
+	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
+	[[ "$(story_value delivery)" =~ ^[0-9]+\ attempts?,\ dispatcher\ record\ [0-9]+,\ acknowledged\ [0-9]{4}- ]]
+	run --separate-stderr exec-inspect show st1 --json
+	assert_output --regexp '"story":\{"program":"/bin/sh","args":\["-c","echo out; echo err >&2"\],"accepted_at":[0-9]+,"started_at":[0-9]+,"finished_at":[0-9]+,"duration_ms":[0-9]+,"outcome":"exited","exit_code":0,"attempts":[0-9]+,"record_id":[0-9]+,"acked_at":[0-9]+,'
+	# the lookup still never tells the program
+	run exec-inspect lookup st1 --session "$(current_session)" --json
+	refute_output --partial /bin/sh
+}
+
+@test "logs: a run's stdout and stderr; a run without output is 66" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec lg1 /bin/sh '["-c","echo out; printf \"e\u001b]0;x\u0007\\n\" >&2"]')"
+	exec-run start --wait >/dev/null
+	run --separate-stderr exec-inspect logs lg1
+	assert_success
+	assert_output out
+	run --separate-stderr exec-inspect logs lg1 --stderr
+	assert_success
+	# not a terminal: the bytes pass as they are
+	[ "$(exec-inspect logs lg1 --stderr | od -An -c | tr -s ' ')" = "$(od -An -c <"$EXEC_STATE_DIR/out/lg1.stderr" | tr -s ' ')" ]
+	# on a terminal: made safe, the escape sequence never reaches it
+	run script -qec "exec-inspect logs lg1 --stderr" /dev/null
+	assert_success
+	[[ "$output" == *"e?]0;x?"* ]] || fail "not made safe: $(od -c <<<"$output")"
+	[[ "$output" != *$'\e'* ]]
+	run --separate-stderr exec-inspect logs nope
+	[ "$status" -eq "$EK_NOINPUT" ]
+	[[ "$stderr" == *"run 'nope': no captured stdout"* ]]
+	run --separate-stderr exec-inspect logs lg1 --json
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect show lg1 --stderr
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "logs -f follows a running run and ends once it has finished" {
+	local go=$BATS_TEST_TMPDIR/go out=$BATS_TEST_TMPDIR/follow.out
+	ready fl1 /bin/sh "[\"-c\",\"echo one; i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done; echo two\"]"
+	exec-inspect logs fl1 -f >"$out" 2>&1 3>&- &
+	local follower=$!
+	exec-run supervise fl1 >/dev/null 2>&1 3>&- &
+	local sup=$!
+	wait_until 'grep -qx one "$out"'
+	kill -0 "$follower" || fail "the follow ended before the run: $(cat "$out")"
+	touch "$go"
+	wait "$sup" || true
+	wait_until '! kill -0 "$follower" 2>/dev/null'
+	wait "$follower" || fail "logs -f: status $?"
+	[ "$(cat "$out")" = "$(printf 'one\ntwo')" ]
+}
+
+@test "logs -f: Ctrl-C (SIGINT) ends the follow cleanly, status 0" {
+	ready fl2 /bin/sleep '["3600"]'
+	exec-run supervise fl2 >/dev/null 2>&1 3>&- &
+	wait_until '[ -e "$EXEC_STATE_DIR/out/fl2.stdout" ]'
+	exec-inspect logs fl2 -f >"$BATS_TEST_TMPDIR/f.out" 2>&1 3>&- &
+	local follower=$!
+	# the handler is in place (SigCgt has SIGINT and SIGTERM): no fixed wait
+	wait_for catches_stop "$follower"
+	kill -INT "$follower"   # its own handler: a background job's inherited SIG_IGN does not hold
+	wait "$follower" || fail "status $? after INT: $(cat "$BATS_TEST_TMPDIR/f.out")"
+	[ ! -s "$BATS_TEST_TMPDIR/f.out" ]
+}
+
+@test "list filters: --since, --outcome, --session; bad values are usage errors" {
+	two_refused
+	now=$(( $(date +%s) * 1000 ))
+	sql_write "INSERT INTO accepts(run_id, txn_id, content, receipt, accepted_at) VALUES ('old', 't', '{}', 'r', 0);
+		INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body, refused)
+		VALUES ('old', 'i-x', 's-x', 'timeout', 124, 'm', $((now - 7200000)), x'7b7d', 1);"
+	run --separate-stderr exec-inspect list refused --ids
+	[ "${lines[0]}" = old ]   # oldest first
+	[ "$(sort <<<"$output" | paste -sd' ')" = "$L1 $L2 old" ]
+	run --separate-stderr exec-inspect list refused --ids --since 1h
+	[ "$(sort <<<"$output" | paste -sd' ')" = "$L1 $L2" ]
+	run --separate-stderr exec-inspect list refused --ids --since 3h
+	[ "$(sort <<<"$output" | paste -sd' ')" = "$L1 $L2 old" ]
+	run --separate-stderr exec-inspect list refused --ids --outcome timeout
+	assert_output old
+	run --separate-stderr exec-inspect list refused --outcome exec_failed -o run_id
+	assert_output "$(printf 'RUN_ID\n%s' "$L2")"
+	run --separate-stderr exec-inspect list refused --ids --session s-x
+	assert_output old
+	run --separate-stderr exec-inspect list refused --json --session "$(current_session)"
+	[ "${#lines[@]}" = 2 ]
+	run --separate-stderr exec-inspect list refused --since 30
+	[ "$status" -eq "$EK_USAGE" ]
+	[[ "$stderr" == *"not an age with its unit"* ]]
+	run --separate-stderr exec-inspect list refused --outcome failed
+	[ "$status" -eq "$EK_USAGE" ]
+	[[ "$stderr" == *"unknown outcome 'failed' (exited, killed, timeout, cancelled or exec_failed)"* ]]
+	run --separate-stderr exec-inspect list queued --outcome exited
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect summary --since 1h
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "exec-session show --current --ids prints the current session id alone; 77 when there is none" {
+	start_dispatcher
+	open_session
+	open_session
+	run --separate-stderr exec-session show --current --ids
+	assert_success
+	assert_output "$(current_session)"
+	run --separate-stderr exec-session show --ids
+	[ "${#lines[@]}" = 2 ]
+	run --separate-stderr exec-session show --current
+	[ "${#lines[@]}" = 2 ]
+	assert_line -n 1 --regexp '^ses-[0-9a-f]+ +inc-[0-9a-f]+ +current '
+	exec-session close >/dev/null
+	run --separate-stderr exec-session show --current --ids
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ -z "$output" ]
+	[[ "$stderr" == *"no current session"* ]]
+	run --separate-stderr exec-session heartbeat --ids
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "plurals: 1 run, 1 attempt" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec p1 /bin/echo '["x"]')"
+	run --separate-stderr exec-inspect summary
+	assert_line "queued: 1 run of the current session"
+	assert_line "running: 0 runs of the current session"
+	exec-run start --wait >/dev/null
+	run --separate-stderr exec-inspect show p1
+	[[ "$(story_value delivery)" == "1 attempt, dispatcher record "* ]]
+}
