@@ -142,22 +142,16 @@ inspect_hold(const struct state *st, int64_t deadline, struct ek_err *e)
 int
 inspect_quiesce(const struct state *st, int64_t deadline, struct ek_err *e)
 {
-	char path[PATH_MAX], id[64];
+	char id[64];
 	int fd;
 
-	if (state_path(st, INSPECT_SHUTDOWN_FILE, path, sizeof path) < 0)
-		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
 	/* The marker names its writer (pid:start time): one left by a closer
-	 * that was interrupted or killed is stale once that process is gone. */
+	 * that was interrupted or killed is stale once that process is gone.
+	 * Written by rename, so that no kill leaves an empty marker, which
+	 * would count as a live writer's. */
 	proc_self_id(id, sizeof id);
-	if ((fd = state_open_file(st, INSPECT_SHUTDOWN_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600, e)) < 0)
+	if (state_write_atomic_at(st->dir_fd, st->dir, INSPECT_SHUTDOWN_FILE, id, 0600, e) < 0)
 		return -1;
-	if (write(fd, id, strlen(id)) < 0 || futimens(fd, NULL) < 0) {
-		ek_fail(e, EK_CANTCREAT, "'%s': %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
 	if ((fd = flock_until(st, LOCK_EX, deadline, e)) < 0)
 		state_unlink(st, INSPECT_SHUTDOWN_FILE);
 	return fd;
