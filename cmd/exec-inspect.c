@@ -95,7 +95,7 @@ static const char USAGE[] =
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"The executor is shutting down while the file 'shutdown' in the state\n"
 	"directory is newer than its newest session; lookups then fail with 75.\n"
@@ -110,7 +110,7 @@ static const char USAGE[] =
 	"down; 76 relay: the dispatcher refused an answer (the others are still\n"
 	"posted) or answered nonsense;\n"
 	"77 no current session, or --session names another one, or relay: the\n"
-	"session is over (or unsafe permissions); 78 state from another version.\n";
+	"session is over; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
 	const char *state_dir, *session, *cmd, *arg, *output;
@@ -533,7 +533,7 @@ check_operands(int argc, char **argv, struct opts *o)
 	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0;
 	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
 	    strcmp(o->cmd, "relay") != 0)
-		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
+		return cli_unknown_command(PROG, o->cmd, USAGE);
 	if (strcmp(o->cmd, "list") == 0 && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
 		    "orphaned, queued, running or receipts)", argv[optind]);
@@ -564,7 +564,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->timeout_ms = 5000;
 	o->sep = '\n';
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h0", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h0V", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
