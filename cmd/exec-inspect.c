@@ -27,6 +27,7 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "complete.h"
 #include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
@@ -60,6 +61,7 @@ static const char USAGE[] =
 	"       exec-inspect [OPTION]... show RUN_ID\n"
 	"       exec-inspect [OPTION]... metrics [--output FILE]\n"
 	"       exec-inspect [OPTION]... relay\n"
+	"       exec-inspect [OPTION]... ids SET [PREFIX]\n"
 	"Read stored runs without touching them.\n"
 	"\n"
 	"Commands:\n"
@@ -83,6 +85,10 @@ static const char USAGE[] =
 	"                 session (asked by clients of its API): each gets the answer\n"
 	"                 lookup would give, or ERROR with the reason and exit status;\n"
 	"                 one line per inspection answered\n"
+	"  ids SET        the run ids the bash completion offers, those starting with\n"
+	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
+	"                 included), queued or running (of the current session), or\n"
+	"                 retained (results not refused)\n"
 	"\n"
 	"Options:\n"
 	"      --session SID      the current session the caller holds (lookup)\n"
@@ -113,7 +119,7 @@ static const char USAGE[] =
 	"session is over; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *arg, *output;
+	const char *state_dir, *session, *cmd, *arg, *output, *prefix;
 	int64_t timeout_ms;
 	int json, ids;
 	char sep;
@@ -530,7 +536,8 @@ check_operands(int argc, char **argv, struct opts *o)
 		    "or relay)");
 	o->cmd = argv[optind++];
 	lookup = strcmp(o->cmd, "lookup") == 0;
-	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0;
+	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0 ||
+	    strcmp(o->cmd, "ids") == 0;
 	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
 	    strcmp(o->cmd, "relay") != 0)
 		return cli_unknown_command(PROG, o->cmd, USAGE);
@@ -538,8 +545,11 @@ check_operands(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
 		    "orphaned, queued, running or receipts)", argv[optind]);
 	if (needs_arg && optind == argc)
-		return cli_usage_error(PROG, "%s needs %s", o->cmd, strcmp(o->cmd, "list") ? "a RUN_ID" : "a KIND");
+		return cli_usage_error(PROG, "%s needs %s", o->cmd, strcmp(o->cmd, "list") == 0 ? "a KIND" :
+		    strcmp(o->cmd, "ids") == 0 ? "a SET" : "a RUN_ID");
 	o->arg = needs_arg ? argv[optind++] : NULL;
+	if (strcmp(o->cmd, "ids") == 0 && optind < argc)
+		o->prefix = argv[optind++];
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
 	if (lookup != (o->session != NULL))
@@ -597,6 +607,8 @@ dispatch(struct state *st, const struct opts *o, struct ek_err *e)
 		return cmd_list(st, o, e);
 	if (strcmp(o->cmd, "show") == 0)
 		return cmd_show(st, o, e);
+	if (strcmp(o->cmd, "ids") == 0)
+		return complete_run_ids(st, o->arg, o->prefix ? o->prefix : "", stdout, e);
 	if (strcmp(o->cmd, "metrics") == 0)
 		return cmd_metrics(st, o, e);
 	return cmd_summary(st, o, e);
