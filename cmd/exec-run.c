@@ -521,8 +521,8 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 	return 0;
 }
 
-/* --wait: what --slots left queued, so that a start of 4 runs out of 100 is
- * not read as all of the work done.  Runs not yet due count too. */
+/* --wait: what --slots left queued (not due yet included), so that 4 runs
+ * started out of 100 are not read as all of the work done. */
 static void
 say_left_queued(struct state *st, const struct opts *o, const struct session *cur, int started)
 {
@@ -530,10 +530,9 @@ say_left_queued(struct state *st, const struct opts *o, const struct session *cu
 	int64_t left;
 	char a[32], b[32];
 
-	if (o->json || !o->wait || run_count_queued(st, &cur->b, &left, &e) < 0)
-		return;
-	printf("started %s; %s left queued (--slots %lld)\n", cli_plural(a, sizeof a, started, "run"),
-	    cli_plural(b, sizeof b, left, "run"), (long long)o->slots);
+	if (!o->json && o->wait && run_count_queued(st, &cur->b, &left, &e) == 0)
+		printf("started %s; %s left queued (--slots %lld)\n", cli_plural(a, sizeof a, started, "run"),
+		    cli_plural(b, sizeof b, left, "run"), (long long)o->slots);
 }
 
 static int
