@@ -2,7 +2,7 @@
 # bench/run.sh [NAME...] — execkit's benchmarks, each printed beside a floor
 # measured on this machine in this same run, as a ratio (median of
 # BENCH_ROUNDS rounds).  NAME: accept-one accept-batch lookup loop-e2e
-# drain pass (default: all).  Benchmarks print figures; they assert nothing, but exit
+# drain pass completion (default: all).  Benchmarks print figures; they assert nothing, but exit
 # non-zero when a command under test fails.  See bench/README.md.
 set -euo pipefail
 export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
@@ -10,7 +10,7 @@ export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 B=${EXECKIT_BUILDDIR:-$top/build}
-ALL=(accept-one accept-batch lookup loop-e2e drain pass)
+ALL=(accept-one accept-batch lookup loop-e2e drain pass completion)
 
 usage() {
 	cat <<USAGE
@@ -33,6 +33,8 @@ Environment (defaults in brackets):
   BENCH_PASS_ROWS      pass: undeliverable rows in the big state [1000000]
   BENCH_PASS_MAX       pass: deliverable results, one pass's --max [32]
   BENCH_PASS_N         pass: passes per state per round (mean) [5]
+  BENCH_COMPLETE_ROWS  completion: queued runs of the current session [100000]
+  BENCH_COMPLETE_N     completion: completions per round (mean) [20]
   BENCH_KEEP=1         keep the temporary directory
 USAGE
 }
@@ -55,13 +57,15 @@ DRAIN_N=$(num BENCH_DRAIN_N 10000)
 PASS_ROWS=$(num BENCH_PASS_ROWS 1000000)
 PASS_MAX=$(num BENCH_PASS_MAX 32)
 PASS_N=$(num BENCH_PASS_N 5)
+COMPLETE_ROWS=$(num BENCH_COMPLETE_ROWS 100000)
+COMPLETE_N=$(num BENCH_COMPLETE_N 20)
 [ "$PASS_MAX" -le 256 ] || { echo "bench: BENCH_PASS_MAX='$PASS_MAX' is more than exec-reconcile's --max allows (256)" >&2; exit 64; }
 
 names=()
 for a in "$@"; do
 	case $a in
 	-h | --help) usage; exit 0 ;;
-	accept-one | accept-batch | lookup | loop-e2e | drain | pass) names+=("$a") ;;
+	accept-one | accept-batch | lookup | loop-e2e | drain | pass | completion) names+=("$a") ;;
 	*) echo "bench: unknown benchmark '$a' (one of: ${ALL[*]})" >&2; exit 64 ;;
 	esac
 done
@@ -576,6 +580,69 @@ SQL
 	b=$(median "$d/big.hb")
 	n=$(median "$d/none.hb")
 	row "heartbeat, $PASS_ROWS undeliverable vs none" "$(ms "$b")" "$(ms "$n")" "$(ratio "$b" "$n")" "-"
+	stop_dispatcher
+}
+
+# --- 7. completion ------------------------------------------------------------------
+# complete_us STATE-DIR WORD...: the mean microseconds of COMPLETE_N <TAB>s on
+# the last WORD, in one bash with bash-completion and the built completion
+# loaded (as an interactive shell has them), with EXEC_STATE_DIR=STATE-DIR.
+complete_us() {
+	EXEC_STATE_DIR=$1 PATH="$B:$PATH" bash --norc --noprofile -c '
+		. /usr/share/bash-completion/bash_completion || exit 90
+		. "$1" || exit 91
+		n=$2
+		shift 2
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_execkit "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"   # warm
+		t0=$EPOCHREALTIME
+		for ((i = 0; i < n; i++)); do
+			_execkit "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+		done
+		t1=$EPOCHREALTIME
+		echo "${#COMPREPLY[@]} $(((${t1/./} - ${t0/./}) / n))"' - "$B/completions/execkit.bash" "$COMPLETE_N" "${@:2}"
+}
+
+# The same completions in a state of COMPLETE_ROWS queued runs of the
+# current session and in one of a single run: the words must not cost more
+# because the state is big (the issue: 3.6 s with 100 000 queued runs).
+bench_completion() {
+	local d=$work/completion s r inc sid eid out w
+	[ -r /usr/share/bash-completion/bash_completion ] || die "bash-completion is not installed"
+	[ -r "$B/completions/execkit.bash" ] || die "$B/completions/execkit.bash not found: build first"
+	mkdir -p "$d"
+	start_dispatcher "$d"
+	for s in big small; do
+		open_session "$d/$s"
+		read -r inc sid < <(sqlite3 -batch -init /dev/null -separator ' ' "$d/$s/state.db" \
+			"SELECT incarnation, session_id FROM sessions WHERE status = 'current'")
+		eid=$(sqlite3 -batch -init /dev/null "$d/$s/state.db" "SELECT value FROM meta WHERE key='executor_id'")
+		[ -n "$sid" ] && [ -n "$eid" ] || die "cannot read the session of $d/$s"
+		sqlite3 -batch -init /dev/null -bail "$d/$s/state.db" >/dev/null <<SQL || die "generating the runs of $d/$s failed"
+PRAGMA synchronous=OFF; BEGIN;
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $([ $s = big ] && echo "$COMPLETE_ROWS" || echo 1))
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT printf('run-%07d', i), printf('txn-%07d', i), '$inc', '$sid',
+	printf('{"args":[],"program":"/bin/true","run_id":"run-%07d","txn_id":"txn-%07d"}', i, i),
+	printf('%s:%d', '$eid', i), 1764500000000 + i FROM c;
+INSERT INTO runs(run_id, txn_id, incarnation, session_id, program, args, due_at, state)
+SELECT run_id, txn_id, incarnation, session_id, '/bin/true', '[]', 9999999999999, 'queued' FROM accepts;
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+SQL
+	done
+	for w in "show:exec-inspect show ''" "show-prefix:exec-inspect show run-00001" "cancel:exec-run cancel ''"; do
+		for ((r = 1; r <= ROUNDS; r++)); do
+			for s in big small; do
+				# shellcheck disable=SC2086  # the words, '' for an empty one
+				eval "out=\$(complete_us \"$d/$s\" ${w#*:})" || die "completing ${w#*:} failed"
+				echo "${out#* }" >>"$d/${w%%:*}.$s"
+			done
+		done
+		row "complete '${w#*:}', $COMPLETE_ROWS queued vs 1" "$(ms "$(median "$d/${w%%:*}.big")")" \
+			"$(ms "$(median "$d/${w%%:*}.small")")" \
+			"$(ratio "$(median "$d/${w%%:*}.big")" "$(median "$d/${w%%:*}.small")")" "< 200 ms"
+	done
 	stop_dispatcher
 }
 

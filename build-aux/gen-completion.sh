@@ -16,17 +16,19 @@
 set -eu
 src=${1:-.}
 
-# The help text of a C tool: the USAGE string, one C string literal a line.
+# The help text of a C tool: the USAGE string, one C string literal a line,
+# or (exec-dispatcher) the literal of usage()'s printf("Usage: %s ...", PROG).
 c_help() {
-	awk '
+	awk -v tool="$(basename "$1" .c)" '
 	/^static const char USAGE\[\] =/ { on = 1; next }
+	/^[ \t]*printf\("Usage: %s / { on = 1; sub(/printf\(/, ""); sub(/%s/, tool) }
 	on {
 		last = ($0 ~ /;[ \t]*$/)
 		s = $0
 		sub(/^[ \t]*"/, "", s); sub(/"[ \t]*;?[ \t]*$/, "", s); sub(/\\n$/, "", s)
 		gsub(/\\"/, "\"", s); gsub(/\\\\/, "\\", s)
 		print s
-		if (last) exit
+		if (last || $0 ~ /", *PROG\);[ \t]*$/) exit
 	}' "$1"
 }
 
@@ -180,12 +182,18 @@ _execkit_query() {
 	timeout 2 "$bin" ${_execkit_statedir:+--state-dir "$_execkit_statedir"} "$@" 2>/dev/null
 }
 
-# Run ids of every stored population (exec-inspect's read-only lists).
+# The run ids that make sense where a RUN_ID is completed ($path: the tool
+# and its subcommand), those starting with the current word: exec-inspect
+# ids finds them by a range over the primary keys, at most 1000, so a state
+# of 100 000 queued runs costs what the few ids printed cost.
 _execkit_run_ids() {
-	local kind
-	for kind in retained queued running quarantined unknown refused; do
-		_execkit_query exec-inspect --timeout-ms 500 list "$kind" --ids
-	done
+	local set=all
+	case $path in
+	"exec-run cancel" | "exec-shares show") set=running ;;
+	"exec-run supervise") set=queued ;;
+	exec-report) set=retained ;;
+	esac
+	_execkit_query exec-inspect --timeout-ms 500 ids "$set" "$cur"
 }
 
 # The current session's id (what --session must name).
@@ -212,7 +220,12 @@ _execkit_value() {
 	case $1 in
 	DIR) _filedir -d; return ;;
 	FILE | *.jsonl) _filedir; return ;;
-	RUN_ID | RUN_ID...) list=$(_execkit_run_ids) ;;
+	RUN_ID | RUN_ID...)
+		# already matched to $cur, in id order; ids never contain blanks
+		mapfile -t COMPREPLY < <(_execkit_run_ids)
+		return
+		;;
+	SET) list="all queued running retained" ;;
 	SID) list=$(_execkit_session_ids) ;;
 	SESSION_ID) list=$(_execkit_ended_session_ids) ;;
 	KIND) list=$_execkit_kinds ;;

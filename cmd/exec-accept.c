@@ -61,12 +61,12 @@ static const char USAGE[] =
 	"      --json             one JSON outcome per input line (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 every line accepted or a duplicate; 64 usage; 65 some line\n"
 	"invalid or a conflict (the others are accepted); 66 no state directory;\n"
 	"69 dispatcher unavailable; 75 state busy, try again; 77 no current session\n"
-	"or not SID; 78 state from another version.\n";
+	"or not SID; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
 	const char *state_dir, *session;
@@ -517,7 +517,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->max = 100;
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;

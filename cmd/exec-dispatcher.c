@@ -66,7 +66,7 @@ usage(void)
 	    "                        that no answer settled (default 86400000, a day)\n"
 	    "  -q, --quiet           no startup line and no request log on stderr\n"
 	    "  -h, --help            show this help and exit\n"
-	    "      --version         show the version and exit\n\n"
+	    "  -V, --version         show the version and exit\n\n"
 	    "Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal,\n"
 	    "64 usage error, 65 damaged store, 71 cannot listen, 73 cannot create\n"
 	    "the store or the port file, 74 write error.\n", PROG);
@@ -102,7 +102,7 @@ parse_args(int argc, char **argv)
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "hq", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hqV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: usage(); return EK_OK;
 		case OPT_VERSION: cli_version(PROG); return EK_OK;

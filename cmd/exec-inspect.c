@@ -30,6 +30,7 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "complete.h"
 #include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
@@ -75,6 +76,7 @@ static const char USAGE[] =
 	"       exec-inspect [OPTION]... logs RUN_ID [--stderr] [-f]\n"
 	"       exec-inspect [OPTION]... metrics [--output FILE]\n"
 	"       exec-inspect [OPTION]... relay\n"
+	"       exec-inspect [OPTION]... ids SET [PREFIX]\n"
 	"Read stored runs without touching them.\n"
 	"\n"
 	"Commands:\n"
@@ -104,6 +106,10 @@ static const char USAGE[] =
 	"                 session (asked by clients of its API): each gets the answer\n"
 	"                 lookup would give, or ERROR with the reason and exit status;\n"
 	"                 one line per inspection answered\n"
+	"  ids SET        the run ids the bash completion offers, those starting with\n"
+	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
+	"                 included), queued or running (of the current session), or\n"
+	"                 retained (results not refused)\n"
 	"\n"
 	"Options:\n"
 	"      --timeout-ms N     wait at most N ms for the database, and relay: for each\n"
@@ -127,7 +133,7 @@ static const char USAGE[] =
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"The executor is shutting down while the file 'shutdown' in the state\n"
 	"directory is newer than its newest session; lookups then fail with 75.\n"
@@ -143,10 +149,10 @@ static const char USAGE[] =
 	"down; 76 relay: the dispatcher refused an answer (the others are still\n"
 	"posted) or answered nonsense;\n"
 	"77 no current session, or --session names another one, or relay: the\n"
-	"session is over (or unsafe permissions); 78 state from another version.\n";
+	"session is over; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *arg, *output, *columns, *outcome;
+	const char *state_dir, *session, *cmd, *arg, *output, *columns, *outcome, *prefix;
 	int64_t timeout_ms, since_ms;
 	int json, ids, utc, err, follow;
 	char sep;
@@ -562,16 +568,19 @@ check_operands(int argc, char **argv, struct opts *o)
 	o->cmd = argv[optind++];
 	lookup = strcmp(o->cmd, "lookup") == 0;
 	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0 ||
-	    strcmp(o->cmd, "logs") == 0;
+	    strcmp(o->cmd, "logs") == 0 || strcmp(o->cmd, "ids") == 0;
 	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
 	    strcmp(o->cmd, "relay") != 0)
-		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
+		return cli_unknown_command(PROG, o->cmd, USAGE);
 	if (strcmp(o->cmd, "list") == 0 && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
 		    "orphaned, queued, running or receipts)", argv[optind]);
 	if (needs_arg && optind == argc)
-		return cli_usage_error(PROG, "%s needs %s", o->cmd, strcmp(o->cmd, "list") ? "a RUN_ID" : "a KIND");
+		return cli_usage_error(PROG, "%s needs %s", o->cmd, strcmp(o->cmd, "list") == 0 ? "a KIND" :
+		    strcmp(o->cmd, "ids") == 0 ? "a SET" : "a RUN_ID");
 	o->arg = needs_arg ? argv[optind++] : NULL;
+	if (strcmp(o->cmd, "ids") == 0 && optind < argc)
+		o->prefix = argv[optind++];
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
 	if (lookup && !o->session)
@@ -619,7 +628,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->sep = '\n';
 	opterr = 0;   /* cli_bad_option() says it, once */
 	o->since_ms = -1;
-	while ((c = getopt_long(argc, argv, "h0o:f", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h0o:fV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
@@ -669,6 +678,8 @@ dispatch(struct state *st, const struct opts *o, struct ek_err *e)
 		return cmd_show(st, o, e);
 	if (strcmp(o->cmd, "logs") == 0)
 		return cmd_logs(st, o, e);
+	if (strcmp(o->cmd, "ids") == 0)
+		return complete_run_ids(st, o->arg, o->prefix ? o->prefix : "", stdout, e);
 	if (strcmp(o->cmd, "metrics") == 0)
 		return cmd_metrics(st, o, e);
 	return cmd_summary(st, o, e);

@@ -65,12 +65,13 @@ static const char USAGE[] =
 	"      --json             one JSON line per result and per pass (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 every selected result was delivered or settled; 64 usage;\n"
 	"65 corrupt state; 66 no state directory; 75 some results are still waiting\n"
 	"(transient failures, claimed elsewhere, or budget spent); 77 no current\n"
-	"session, or it ended during the pass; 78 state from another version.\n";
+	"session, or it ended during the pass; 78 state from another version, or\n"
+	"unsafe permissions.\n";
 
 static const char *const status_name[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
 
@@ -145,14 +146,14 @@ show_progress(struct state *st, const struct binding *b, int passes, int deliver
 static void
 print_one(const struct opts *o, const char *id, const struct deliver_report *r)
 {
-	char safe[sizeof r->detail];
+	char safe[sizeof r->detail], n[32];
 
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s}", "event", "reconcile_result",
 		    "run_id", id, "status", status_name[r->status], "attempts", r->attempts, "detail", r->detail));
 	else
-		printf("%s %s (%d attempts): %s\n", status_name[r->status], id, r->attempts,
-		    text_safe(safe, sizeof safe, r->detail));
+		printf("%s %s (%s): %s\n", status_name[r->status], id,
+		    cli_plural(n, sizeof n, r->attempts, "attempt"), text_safe(safe, sizeof safe, r->detail));
 }
 
 static int
@@ -216,7 +217,8 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	if (p.session_over)
 		return ek_fail(e, EK_NOSESSION, "session '%s' ended during the pass", s.b.session_id);
 	if (p.waiting)
-		return ek_fail(e, EK_TEMPFAIL, "%d results still waiting for delivery", p.waiting);
+		return ek_fail(e, EK_TEMPFAIL, "%d result%s still waiting for delivery", p.waiting,
+		    p.waiting == 1 ? "" : "s");
 	return 0;
 }
 
@@ -293,7 +295,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->prune_age_ms = -1;
 	o->output_cap = -1;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;

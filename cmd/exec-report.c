@@ -40,13 +40,13 @@ static const char USAGE[] =
 	"      --json             one JSON line per run (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status (of the last run that was not delivered): 0 all delivered;\n"
 	"64 usage; 65 malformed run id; 66 no retained result; 75 transient failures\n"
 	"used the budget, or another deliverer holds it; 76 refused by the dispatcher\n"
 	"(kept as evidence); 77 the run's session is not current; 78 state from\n"
-	"another version.\n";
+	"another version, or unsafe permissions.\n";
 
 static const char *const status_name[] = {
 	[DELIVERED] = "delivered", [DELIVER_REFUSED] = "refused",
@@ -63,7 +63,7 @@ struct opts {
 static void
 print_report(const struct opts *o, const char *run_id, const struct deliver_report *r)
 {
-	char safe[sizeof r->detail];
+	char safe[sizeof r->detail], n[32];
 
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:i, s:o, s:s}", "run_id", run_id,
@@ -71,8 +71,8 @@ print_report(const struct opts *o, const char *run_id, const struct deliver_repo
 		    "record_id", r->record_id ? json_integer(r->record_id) : json_null(),
 		    "detail", r->detail));
 	else
-		printf("%s %s (%d attempts): %s\n", status_name[r->status], run_id, r->attempts,
-		    text_safe(safe, sizeof safe, r->detail));
+		printf("%s %s (%s): %s\n", status_name[r->status], run_id,
+		    cli_plural(n, sizeof n, r->attempts, "attempt"), text_safe(safe, sizeof safe, r->detail));
 }
 
 /* Deliver one id; returns its exit code, or -1 on a local error. */
@@ -122,7 +122,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->budget_ms = DELIVER_BUDGET_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;

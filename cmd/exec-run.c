@@ -109,13 +109,14 @@ static const char USAGE[] =
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 ok (supervise: the result was chosen, whatever the guest\n"
 	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
 	"75 run not startable now, busy, or wait timed out; 77 no current session, or\n"
 	"the run belongs to another session (quarantined); 78 state from another\n"
-	"version, or guests cannot be isolated as asked (doc/security.md).\n";
+	"version, unsafe permissions, or guests cannot be isolated as asked\n"
+	"(doc/security.md).\n";
 
 struct opts {
 	const char *state_dir, *session, *cmd, *run_id, *guest_user;
@@ -203,14 +204,14 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
     const struct deliver_report *d)
 {
 	static const char *const names[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
-	char safe[sizeof d->detail];
+	char safe[sizeof d->detail], n[32];
 
 	if (o->json)
 		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
 		    "run_id", run_id, "outcome", outcome, "exit_code", code,
 		    "delivery", names[d->status], "attempts", d->attempts, "detail", d->detail));
-	printf("%s %s %d: %s (%d attempts): %s\n", run_id, outcome, code, names[d->status],
-	    d->attempts, text_safe(safe, sizeof safe, d->detail));
+	printf("%s %s %d: %s (%s): %s\n", run_id, outcome, code, deliver_status_words(d->status),
+	    cli_plural(n, sizeof n, d->attempts, "attempt"), text_safe(safe, sizeof safe, d->detail));
 	return 0;
 }
 
@@ -520,6 +521,20 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 	return 0;
 }
 
+/* --wait: what --slots left queued (not due yet included), so that 4 runs
+ * started out of 100 are not read as all of the work done. */
+static void
+say_left_queued(struct state *st, const struct opts *o, const struct session *cur, int started)
+{
+	struct ek_err e = { 0 };
+	int64_t left;
+	char a[32], b[32];
+
+	if (!o->json && o->wait && run_count_queued(st, &cur->b, &left, &e) == 0)
+		printf("started %s; %s left queued (--slots %lld)\n", cli_plural(a, sizeof a, started, "run"),
+		    cli_plural(b, sizeof b, left, "run"), (long long)o->slots);
+}
+
 static int
 cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -547,6 +562,7 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	for (i = 0; i < s.nkids; i++)
 		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
 			;
+	say_left_queued(st, o, &cur, s.started);
 	if (o->json && !o->wait)
 		json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i}", "event", "start", "started", s.started,
 		    "running_before", live, "unknown_found", unknown));
@@ -627,8 +643,8 @@ cmd_wait(struct state *st, const struct opts *o, struct ek_err *e)
 		if (live == 0)
 			return 0;
 		if (mono_ms() >= until)
-			return ek_fail(e, EK_TEMPFAIL, "%d runs still running after %lld ms", live,
-			    (long long)o->timeout_ms);
+			return ek_fail(e, EK_TEMPFAIL, "%d run%s still running after %lld ms", live,
+			    live == 1 ? "" : "s", (long long)o->timeout_ms);
 		nanosleep(&tick, NULL);
 	}
 }
@@ -643,7 +659,8 @@ cmd_sweep(struct state *st, const struct opts *o, struct ek_err *e)
 	if (o->json)
 		return json_emit(stdout, json_pack("{s:s, s:i, s:i}", "event", "sweep", "unknown", unknown,
 		    "finished", finished));
-	printf("%d runs became unknown, %d finished runs tidied\n", unknown, finished);
+	printf("%d run%s became unknown, %d finished run%s tidied\n", unknown, unknown == 1 ? "" : "s",
+	    finished, finished == 1 ? "" : "s");
 	return 0;
 }
 
@@ -711,7 +728,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .ready_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
 		.max_output = 1 << 20, .timeout_ms = 60000 };
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1)
 		if ((rc = parse_opt(c, o, argv)) != 0)
 			return rc;
 	if (optind == argc)
@@ -720,7 +737,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	needs_id = strcmp(o->cmd, "supervise") == 0 || strcmp(o->cmd, "cancel") == 0;
 	if (!needs_id && strcmp(o->cmd, "start") && strcmp(o->cmd, "wait") && strcmp(o->cmd, "sweep") &&
 	    strcmp(o->cmd, "isolation"))
-		return cli_usage_error(PROG, "unknown command '%s'", o->cmd);
+		return cli_unknown_command(PROG, o->cmd, USAGE);
 	if (needs_id && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd);
 	if (!needs_id && optind != argc)

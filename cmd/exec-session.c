@@ -78,13 +78,13 @@ static const char USAGE[] =
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
 	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
 	"answered nonsense or refused the adoption; 77 no current session, session\n"
 	"over, or the dispatcher refused this executor's key; 78 state from another\n"
-	"version.\n";
+	"version, or unsafe permissions.\n";
 
 struct opts {
 	const char *state_dir, *dispatcher, *cmd, *arg, *columns;
@@ -326,7 +326,8 @@ hand_back(struct state *st, const struct opts *o, struct session *s, struct ek_e
 		json_decref(ans);
 	}
 	if (total > 0 && !o->json)
-		fprintf(stderr, "%s: handed back %d runs never started here\n", PROG, total);
+		fprintf(stderr, "%s: handed back %d run%s never started here\n", PROG, total,
+		    total == 1 ? "" : "s");
 	if (rc < 0 && e->code == EK_NOSESSION)
 		return -1;
 	if (rc < 0)   /* not fatal: marked runs stay unstarted and are settled later */
@@ -569,7 +570,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
@@ -630,7 +631,7 @@ main(int argc, char **argv)
 		flags = STATE_CREATE;
 	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
 	    strcmp(o.cmd, "show") && strcmp(o.cmd, "report") && strcmp(o.cmd, "adopt"))
-		return cli_usage_error(PROG, "unknown command '%s'", o.cmd);
+		return cli_unknown_command(PROG, o.cmd, USAGE);
 	if (state_open(&st, cli_state_dir(o.state_dir), flags, &e) < 0)
 		return ek_report(PROG, &e);
 	if (strcmp(o.cmd, "open") == 0)

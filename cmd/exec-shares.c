@@ -61,13 +61,13 @@ static const char USAGE[] =
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
 	"  -h, --help             show this help and exit\n"
-	"      --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 ok (a failing notify hook is reported, not fatal); 64 usage;\n"
 	"65 corrupt state; 66 no state directory, or the run is not running; 68 the\n"
 	"run did not declare that destination; 74 a limits file could not be\n"
-	"rewritten (the capacity is set: run it again); 75 busy; 77 unsafe\n"
-	"permissions; 78 state from another version.\n";
+	"rewritten (the capacity is set: run it again); 75 busy; 78 state from\n"
+	"another version, or unsafe permissions.\n";
 
 struct opts {
 	const char *state_dir, *destination;
@@ -237,7 +237,7 @@ check_command(struct opts *o, int64_t *cap)
 			    o->operands[0]);
 		return 0;
 	}
-	return cli_usage_error(PROG, "unknown command '%s'", c);
+	return cli_unknown_command(PROG, c, USAGE);
 }
 
 static int
@@ -247,7 +247,7 @@ parse_args(int argc, char **argv, struct opts *o, int64_t *cap)
 
 	*o = (struct opts){ 0 };
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
 		case OPT_VERSION: cli_version(PROG); return CLI_DONE;

@@ -34,9 +34,16 @@ cli_bad_option(const char *prog, char **argv)
 {
 	const char *arg = argv[optind - 1];
 
-	if (optopt && optopt < 0x100 && !(arg && arg[0] == '-' && arg[1] == '-'))
-		return cli_usage_error(prog, "invalid option -- '%c'", optopt);
-	return cli_usage_error(prog, "unknown or incomplete option '%s'", arg ? arg : "?");
+	if (!arg || !(arg[0] == '-' && arg[1] == '-'))
+		return cli_usage_error(prog, "invalid option -- '%c'", optopt ? optopt : '?');
+	/* glibc leaves optopt 0 for an unknown or ambiguous long option, and
+	 * sets it to the option's value when its argument is wrong. */
+	if (optopt == 0)
+		return cli_usage_error(prog, "unrecognized option '%s'", arg);
+	if (strchr(arg, '='))
+		return cli_usage_error(prog, "option '%.*s' doesn't allow an argument",
+		    (int)(strchr(arg, '=') - arg), arg);
+	return cli_usage_error(prog, "option '%s' requires an argument", arg);
 }
 
 int
@@ -100,4 +107,11 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *
+cli_plural(char *buf, size_t size, int64_t n, const char *noun)
+{
+	snprintf(buf, size, "%lld %s%s", (long long)n, noun, n == 1 ? "" : "s");
+	return buf;
 }

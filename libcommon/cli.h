@@ -8,10 +8,11 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Long options every tool accepts, with these values in its option table. */
-enum { OPT_HELP = 'h', OPT_VERSION = 0x100, OPT_STATE_DIR, OPT_JSON,
+enum { OPT_HELP = 'h', OPT_VERSION = 'V', OPT_STATE_DIR = 0x100, OPT_JSON,
 	OPT_FIRST_TOOL /* tool-specific options start here */ };
 
 /* What a tool's parse_args() returns once --help or --version has been
@@ -29,8 +30,19 @@ void cli_version(const char *prog);
 int cli_usage_error(const char *prog, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Report the option getopt_long rejected (optopt / argv[optind-1]). */
+/* Report the option getopt_long rejected (optopt / argv[optind-1]), once:
+ * the tools set opterr = 0 so getopt itself says nothing.  EK_USAGE. */
 int cli_bad_option(const char *prog, char **argv);
+
+/* Report an unknown COMMAND word, git-style: "unknown command 'strat'" and,
+ * when one is close enough, "The most similar command is\n\tstart".  The
+ * commands are read from usage, the tool's own "Usage:" text, so the
+ * suggestions cannot drift from it.  EK_USAGE. */
+int cli_unknown_command(const char *prog, const char *word, const char *usage);
+
+/* "1 run", "2 runs": the noun in the singular for n == 1 and with an "s"
+ * otherwise, in buf.  Returns buf. */
+const char *cli_plural(char *buf, size_t size, int64_t n, const char *noun);
 
 /* Parse a whole decimal number in [min, max]; 0 on success, -1 otherwise. */
 int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);

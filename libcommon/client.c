@@ -45,7 +45,8 @@ client_answer_error(const char *url, const struct http_reply *r, json_t *o, char
 	if (r->status == 0)
 		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable: %s", url, r->transport);
 	if (r->status == 429 || r->status >= 500)
-		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable: HTTP %ld", url, r->status);
+		return ek_fail(e, EK_UNAVAILABLE, "%s: dispatcher unavailable (transient: HTTP %ld)", url,
+		    r->status);
 	if (r->status == 401 || r->status == 410) {
 		if (over)
 			snprintf(over, 16, "%s", r->status == 410 && st ? st : "revoked");

@@ -24,9 +24,12 @@ transient(struct deliver_verdict *v, const struct http_reply *r, const char *why
 {
 	v->cls = DC_TRANSIENT;
 	if (r->status == 0)
-		snprintf(v->diag, sizeof v->diag, "no answer: %s", r->transport);
+		snprintf(v->diag, sizeof v->diag, "transient: no answer: %s", r->transport);
+	else if (!why)
+		snprintf(v->diag, sizeof v->diag, "transient: HTTP %ld%s%.200s", r->status,
+		    r->body && *r->body ? ": " : "", r->body ? r->body : "");
 	else
-		snprintf(v->diag, sizeof v->diag, "HTTP %ld: %s: %.200s", r->status, why,
+		snprintf(v->diag, sizeof v->diag, "transient: HTTP %ld: %s: %.200s", r->status, why,
 		    r->body ? r->body : "");
 	utf8_clip(v->diag, RESULT_DIAG_MAX);
 }
@@ -80,6 +83,11 @@ deliver_classify(const struct http_reply *r, struct deliver_verdict *v)
 		    "%lld ms (Retry-After)", r->status, (long long)r->retry_after_ms);
 		return;
 	}
+	if (r->status == 429 || r->status >= 500) {
+		/* unavailable, whatever the body is (a proxy's HTML page, say) */
+		transient(v, r, NULL);
+		return;
+	}
 	if (r->status != 0 && r->body)
 		o = json_loadb(r->body, r->len, 0, NULL);
 	if (r->status == 0 || !json_is_object(o)) {
@@ -102,9 +110,7 @@ deliver_classify(const struct http_reply *r, struct deliver_verdict *v)
 		const char *s = json_str(o, "status");
 		session_over(v, strcmp(s, "expired") == 0 || strcmp(s, "replaced") == 0 ||
 		    strcmp(s, "closed") == 0 ? s : "revoked", r);
-	} else if (r->status == 429 || r->status >= 500)
-		transient(v, r, "dispatcher unavailable");
-	else
+	} else
 		transient(v, r, "not an answer the protocol defines");
 	json_decref(o);
 }
@@ -121,6 +127,20 @@ deliver_exit_code(enum deliver_status s)
 	case DELIVER_NONE: return EK_NOINPUT;
 	}
 	return EK_SOFTWARE;
+}
+
+const char *
+deliver_status_words(enum deliver_status s)
+{
+	switch (s) {
+	case DELIVERED: return "delivered";
+	case DELIVER_REFUSED: return "delivery refused";
+	case DELIVER_SESSION_OVER: return "not delivered: session over";
+	case DELIVER_FAILED: return "delivery failed";
+	case DELIVER_BUSY: return "not delivered: another deliverer holds it";
+	case DELIVER_NONE: return "nothing to deliver";
+	}
+	return "?";
 }
 
 /* May b's results be delivered now: b is the current session, or the

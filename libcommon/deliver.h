@@ -67,4 +67,8 @@ int deliver_result(struct state *st, const char *run_id, int max_attempts,
 /* Map a delivery status to the tools' exit code. */
 int deliver_exit_code(enum deliver_status s);
 
+/* The status in words for a human line that also names the run's own exit
+ * ("x1 exited 0: delivery failed"), so it cannot be read as the guest's. */
+const char *deliver_status_words(enum deliver_status s);
+
 #endif

@@ -25,8 +25,14 @@ enum {
 	EK_IOERR = EX_IOERR,          /* 74 read or write failed */
 	EK_TEMPFAIL = EX_TEMPFAIL,    /* 75 try again (busy, claimed, budget spent) */
 	EK_PROTOCOL = EX_PROTOCOL,    /* 76 dispatcher refused or answered nonsense */
-	EK_NOSESSION = EX_NOPERM,     /* 77 not the current session / unsafe permissions */
+	EK_NOSESSION = EX_NOPERM,     /* 77 not the current session, and nothing else */
 	EK_VERSION = EX_CONFIG,       /* 78 state from another package version */
+	/* 78 too: unsafe permissions on the state (another owner, a mode that lets
+	 * others in, a symbolic link).  Like a foreign version, a configuration
+	 * the tool refuses and a restart cannot mend, so EX_CONFIG and not
+	 * EX_NOPERM: 77 stays "not the current session", which exec-loop and
+	 * scripts act on (stop, open a new session). */
+	EK_UNSAFE = EX_CONFIG,
 };
 
 struct ek_err {

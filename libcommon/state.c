@@ -33,7 +33,7 @@ check_dir(struct state *st, const char *dir, struct ek_err *e)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0 && errno == ELOOP)
-		return ek_fail(e, EK_NOSESSION, "state directory '%s': it is a symbolic link (not "
+		return ek_fail(e, EK_UNSAFE, "state directory '%s': it is a symbolic link (not "
 		    "followed): name the directory itself", dir);
 	if (fd < 0 && errno == ENOTDIR)
 		return ek_fail(e, EK_CANTCREAT, "state directory '%s': not a directory", dir);
@@ -45,10 +45,10 @@ check_dir(struct state *st, const char *dir, struct ek_err *e)
 	}
 	st->dir_fd = fd;
 	if (sb.st_uid != geteuid())
-		return ek_fail(e, EK_NOSESSION, "state directory '%s': owned by uid %u, not by us (uid %u)",
+		return ek_fail(e, EK_UNSAFE, "state directory '%s': owned by uid %u, not by us (uid %u)",
 		    dir, (unsigned)sb.st_uid, (unsigned)geteuid());
 	if (sb.st_mode & 077)
-		return ek_fail(e, EK_NOSESSION, "state directory '%s': mode %04o lets others in; "
+		return ek_fail(e, EK_UNSAFE, "state directory '%s': mode %04o lets others in; "
 		    "run 'chmod 700 %s'", dir, (unsigned)(sb.st_mode & 07777), dir);
 	return 0;
 }
@@ -97,7 +97,7 @@ check_db_file(const struct state *st, bool create, struct ek_err *e)
 	if (!S_ISREG(sb.st_mode))
 		return ek_fail(e, EK_DATAERR, "'%s': not a regular file", st->dbpath);
 	if (sb.st_mode & 077)
-		return ek_fail(e, EK_NOSESSION, "'%s': mode %04o lets others in; run 'chmod 600 %s'",
+		return ek_fail(e, EK_UNSAFE, "'%s': mode %04o lets others in; run 'chmod 600 %s'",
 		    st->dbpath, (unsigned)(sb.st_mode & 07777), st->dbpath);
 	for (i = 0; i < sizeof side / sizeof side[0]; i++)
 		if (fstatat(st->dir_fd, side[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(sb.st_mode) &&
@@ -128,7 +128,7 @@ open_out(struct state *st, bool create, struct ek_err *e)
 	if (st->out_fd < 0 || fstat(st->out_fd, &sb) < 0)
 		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
 	if (sb.st_uid != geteuid())
-		return ek_fail(e, EK_NOSESSION, "'%s': owned by uid %u, not by us (uid %u)", path,
+		return ek_fail(e, EK_UNSAFE, "'%s': owned by uid %u, not by us (uid %u)", path,
 		    (unsigned)sb.st_uid, (unsigned)geteuid());
 	return 0;
 }

@@ -54,7 +54,7 @@ sorted() { LC_ALL=C sort; }
 	run complete_words exec-session ''
 	assert_output "$(printf '%s\n' open heartbeat close show report adopt)"
 	run complete_words exec-inspect ''
-	assert_output "$(printf '%s\n' lookup summary list show logs metrics relay)"
+	assert_output "$(printf '%s\n' lookup summary list show logs metrics relay ids)"
 	run complete_words exec-inspect --json s
 	assert_output "$(printf '%s\n' summary show)"
 	run complete_words exec-run s
@@ -76,12 +76,68 @@ sorted() { LC_ALL=C sort; }
 	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' new1 new2)"
 	run complete_words exec-inspect show re
 	assert_output refused1
-	run complete_words exec-report k
+	run complete_words exec-report ''          # retained results only
 	assert_output kept1
 	run complete_words exec-report kept1 ''   # RUN_ID... repeats
-	assert_line new1
-	run complete_words exec-run cancel o
-	assert_output old1
+	assert_output kept1
+	run complete_words exec-run cancel o      # old1 is another session's: not cancellable
+	assert_output ''
+	run complete_words exec-inspect ids ''
+	assert_output "$(printf '%s\n' all queued running retained)"
+}
+
+@test "each RUN_ID gets the runs that make sense for its word" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec ack1)"
+	exec-run start --wait >/dev/null                      # delivered: only a receipt is left
+	[ "$(exec-inspect list receipts --ids)" = ack1 ]
+	submit_and_accept "$(spec run1 /bin/sleep '["3600"]')"
+	exec-run start >/dev/null
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'run1'"'")" -gt 0 ]'
+	submit_and_accept "$(spec q1 /bin/true '[]' '"due_at":9999999999999')"
+	run complete_words exec-run cancel ''                 # running runs of the current session
+	assert_output run1
+	run complete_words exec-shares show ''
+	assert_output run1
+	run complete_words exec-run supervise ''              # queued ones
+	assert_output q1
+	run complete_words exec-inspect show ''               # every run, acknowledged included
+	assert_output "$(printf '%s\n' ack1 q1 run1)"
+	run complete_words exec-inspect show a
+	assert_output ack1
+	run complete_words exec-report ''                     # nothing retained
+	assert_output ''
+	exec-run cancel run1 --session "$(current_session)" >/dev/null
+	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null
+}
+
+@test "ids come from the state already matched to the word, at most 1000" {
+	start_dispatcher
+	open_session
+	local i
+	for i in $(seq 1 1005); do spec "b$i" /bin/true '[]' '"due_at":9999999999999'; done | exec-accept >/dev/null
+	run complete_words exec-inspect show ''
+	[ "${#lines[@]}" -eq 1000 ] || fail "offered ${#lines[@]} ids, want the first 1000"
+	assert_equal "${lines[0]}" b1
+	run complete_words exec-inspect show b100
+	assert_equal "$(printf '%s\n' "$output" | sorted)" "$(printf '%s\n' b100 b1000 b1001 b1002 b1003 b1004 b1005)"
+	run complete_words exec-inspect show 'b1 x'                # no run id has a blank
+	assert_output ''
+	run --separate-stderr exec-inspect ids everything b
+	[ "$status" -eq "$EK_USAGE" ]
+	[[ $stderr == *"unknown set of run ids 'everything'"* ]] || fail "$stderr"
+}
+
+@test "--store and --port-file complete file names" {
+	mkdir -p "$BATS_TEST_TMPDIR/pick"
+	touch "$BATS_TEST_TMPDIR/pick/d.db" "$BATS_TEST_TMPDIR/pick/port"
+	run complete_words exec-dispatcher --store "$BATS_TEST_TMPDIR/pick/d"
+	assert_output "$BATS_TEST_TMPDIR/pick/d.db"
+	run complete_words exec-dispatcher --port-file "$BATS_TEST_TMPDIR/pick/p"
+	assert_output "$BATS_TEST_TMPDIR/pick/port"
+	run complete_words exec-dispatcher --port-file="$BATS_TEST_TMPDIR/pick/p"
+	assert_output "$BATS_TEST_TMPDIR/pick/port"
 }
 
 @test "--session <TAB> offers the current session, in both spellings" {

@@ -70,7 +70,7 @@ exported_ids() {
 	local rc=0
 	wait "$sup" || rc=$?
 	[ "$rc" -eq 0 ] || fail "supervise exited $rc: $(cat "$err")"
-	grep -q '^r1 exited 0: delivered (1 attempts)' "$BATS_TEST_TMPDIR/sup.out"
+	grep -q '^r1 exited 0: delivered (1 attempt)' "$BATS_TEST_TMPDIR/sup.out"
 	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'r1'")" = 1 ]
 	[ "$(disp_reports r1)" = 1 ]
 	[ "$(disp_charges r1)" = 1 ]

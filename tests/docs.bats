@@ -15,7 +15,7 @@
 load helpers
 load doclib
 
-SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "EXAMPLES" "SEE ALSO")
+SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "ENVIRONMENT" "FILES" "EXAMPLES" "SEE ALSO")
 
 @test "every tool has a section 1 page, and execkit(7) exists, with every section" {
 	local t page s
@@ -96,5 +96,21 @@ SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "EXAMPLES" "SE
 	local page
 	for page in "$MANDIR"/*.[17]; do
 		grep -q "doc/man/$(basename "$page")" "$SRC/Makefile.am" || fail "Makefile.am does not install $(basename "$page")"
+	done
+}
+
+@test "exec-loop(1) names the shell its #! line runs, bash, and no other" {
+	head -n 1 "$SRC/cmd/exec-loop" | grep -qx '#!/bin/bash'
+	man_section "$MANDIR/exec-loop.1" DESCRIPTION | grep -q '^is a short bash script' ||
+		fail "exec-loop.1 does not say bash"
+	run grep -niE 'posix (sh|shell)|/bin/sh\b' "$MANDIR/exec-loop.1"
+	assert_failure
+}
+
+@test "every tool page's ENVIRONMENT names EXEC_STATE_DIR; its FILES the state database" {
+	local t
+	for t in ${TOOLS/exec-dispatcher/}; do
+		man_section "$MANDIR/$t.1" ENVIRONMENT | grep -q '^\.B EXEC_STATE_DIR$' || fail "$t.1: ENVIRONMENT"
+		man_section "$MANDIR/$t.1" FILES | grep -q '^\.I STATE/state.db$' || fail "$t.1: FILES"
 	done
 }

@@ -169,7 +169,7 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 		[ "$(disp_hashes "$id" | sort -u | wc -l)" = 1 ]                           # byte-identical
 		i=$((i + 1))
 	done
-	[ "$(sql "SELECT count(*) FROM results WHERE refused = 0 AND last_diag LIKE 'HTTP 503%'")" = 5 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE refused = 0 AND last_diag LIKE 'transient: HTTP 503%'")" = 5 ]
 	[ "$(sql "SELECT count(*) FROM results WHERE claim_owner IS NOT NULL")" = 0 ]
 }
 
@@ -280,7 +280,7 @@ CONF
 	exec-accept --from-dispatcher >/dev/null
 	fault delay 3 3000                      # slower than the proxy's read timeout
 	run exec-run start --wait --budget-ms 2500
-	assert_output --partial "px1 exited 0: failed (3 attempts)"
+	assert_output --partial "px1 exited 0: delivery failed (3 attempts)"
 	run sql "SELECT last_diag FROM results WHERE run_id='px1'"
 	assert_output --partial "HTTP 504"
 	port=${DISP_URL##*:}

@@ -16,7 +16,7 @@ retained() {
 	retained r1
 	run exec-report r1
 	assert_success
-	assert_output --partial "delivered r1 (1 attempts): recorded"
+	assert_output --partial "delivered r1 (1 attempt): recorded"
 	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
 	[ "$(sql "SELECT attempts FROM receipts WHERE run_id='r1'")" = 4 ]
 	[ "$(disp_charges r1)" = 1 ]

@@ -85,7 +85,7 @@ load helpers
 	EXEC_CRASH_AT=result-chosen run exec-run start --wait
 	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
 	run exec-run sweep
-	assert_output --partial "1 runs became unknown"
+	assert_output --partial "1 run became unknown"
 	[ "$(sql "SELECT state FROM runs WHERE run_id='c1'")" = unknown ]
 	run exec-run start --wait
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/count")" = 1 ]
@@ -114,7 +114,7 @@ load helpers
 	fault 5xx 10
 	run exec-run start --wait --budget-ms 5000
 	assert_success
-	assert_output --partial "f1 exited 0: failed (3 attempts)"
+	assert_output --partial "f1 exited 0: delivery failed (3 attempts)"
 	[ "$(disp_reports f1)" = 3 ]
 	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id='f1'")" = "3|0" ]
 	run sql "SELECT last_diag FROM results WHERE run_id='f1'"
@@ -160,7 +160,7 @@ load helpers
 	admin POST "/admin/sessions/$(current_session)/revoke"
 	wait "$pid"
 	cat "$BATS_TEST_TMPDIR/out"
-	grep -q "rv1 exited 0: session_over (2 attempts)" "$BATS_TEST_TMPDIR/out"
+	grep -q "rv1 exited 0: not delivered: session over (2 attempts)" "$BATS_TEST_TMPDIR/out"
 	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id='rv1'")" = "2|0" ]
 	[ "$(sql "SELECT status FROM sessions")" = revoked ]
 	[ "$(disp_charges rv1)" = 0 ]
@@ -193,7 +193,7 @@ load helpers
 	open_session
 	spec u1 | exec-accept >/dev/null      # the dispatcher never handed this run out
 	run exec-run start --wait
-	assert_output --partial "u1 exited 0: refused (1 attempts)"
+	assert_output --partial "u1 exited 0: delivery refused (1 attempt)"
 	[ "$(sql "SELECT refused, refused_cause, attempts FROM results WHERE run_id='u1'")" = "1|unknown_run|1" ]
 	run exec-report u1
 	[ "$status" -eq "$EK_PROTOCOL" ]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# `make install` puts every tool, the loop, the man pages, the bash
-# completion and the systemd unit in place, and `make uninstall` takes
-# them away; bash-completion's own loader finds the completion; the
-# systemd unit is hardened and verifies.
+# `make install` puts every tool, the loop, the man pages (dated and
+# versioned), the documents they cite, the bash completion, the systemd unit,
+# its environment file and the sysusers.d file in place, and `make
+# uninstall` takes them away; bash-completion's own loader finds the
+# completion; the systemd unit is hardened, verifies, and names the
+# configured paths: /etc/execkit/exec-loop.env with --prefix=/usr.
 
 load helpers
 load doclib
@@ -16,7 +18,16 @@ setup_file() {
 	BIN=$(dirname "$(find "$DEST" -path '*/bin/exec-loop')")
 	COMPDIR=$(dirname "$(find "$DEST" -path '*/bash-completion/completions/execkit')")
 	UNIT=$(find "$DEST" -path '*/systemd/system/exec-loop.service')
-	export DEST BIN COMPDIR UNIT
+	MAN=$(dirname "$(dirname "$(find "$DEST" -path '*/man7/execkit.7')")")
+	VERSION=$(make -s -C "$BUILD" --no-print-directory -f - <<<'include Makefile
+v: ; @echo $(PACKAGE_VERSION)' v)
+	export DEST BIN COMPDIR UNIT MAN VERSION
+}
+
+# make_var NAME: a directory as the build's Makefile has it, expanded.
+make_var() {
+	make -s -C "$BUILD" --no-print-directory -f - <<<"include Makefile
+v: ; @echo \$($1)" v
 }
 
 @test "the tools and the loop are installed and run from there" {
@@ -88,6 +99,85 @@ setup_file() {
 	run --separate-stderr systemd-analyze verify --man=no "$BATS_TEST_TMPDIR/exec-loop.service"
 	assert_success
 	[ -z "$stderr" ] || fail "systemd-analyze verify: $stderr"
+}
+
+@test "every page's .TH carries this build's date and version, and man -l renders it" {
+	local page th
+	[ -n "$VERSION" ] || fail "no PACKAGE_VERSION in $BUILD/Makefile"
+	for page in "$MAN"/man1/*.1 "$MAN"/man7/execkit.7; do
+		th=$(head -n 1 "$page")
+		[[ $th =~ ^\.TH\ [A-Z-]+\ [17]\ \"[0-9]{4}-[0-9]{2}-[0-9]{2}\"\ \"execkit\ $VERSION\"\ \"execkit\ manual\"$ ]] ||
+			fail "$(basename "$page"): $th"
+	done
+	command -v man >/dev/null || skip "man is not installed"
+	run --separate-stderr env MANWIDTH=80 man -l "$MAN/man1/exec-run.1"
+	assert_success
+	assert_line --regexp "^execkit $VERSION +[0-9]{4}-[0-9]{2}-[0-9]{2} +EXEC-RUN\(1\)\$"
+	assert_line --regexp '^ENVIRONMENT$'
+	assert_line --regexp '^FILES$'
+}
+
+@test "the pages name the installed paths: the documents they cite are there" {
+	local docdir page doc
+	docdir=$(make_var docdir)
+	[ -f "$DEST$docdir/README.md" ] || fail "README.md is not in $docdir"
+	for page in "$MAN"/man1/*.1 "$MAN"/man7/execkit.7; do
+		for doc in $(grep -o 'doc/[a-z]*\.md' "$page" | sort -u); do
+			[ -f "$DEST$docdir/${doc#doc/}" ] || fail "$(basename "$page") cites $doc: not installed in $docdir"
+		done
+		grep -q "^\.I $docdir/\$" "$page" || fail "$(basename "$page"): FILES does not name $docdir/"
+	done
+	grep -q "^\.I $(make_var sysconfdir)/execkit/exec-loop.env\$" "$MAN/man1/exec-loop.1" ||
+		fail "exec-loop.1 does not name the installed exec-loop.env"
+}
+
+@test "exec-loop.env is installed under sysconfdir/execkit, where the unit reads it, and kept" {
+	local env
+	env=$(sed -n 's/^EnvironmentFile=//p' "$UNIT")
+	assert_equal "$env" "$(make_var sysconfdir)/execkit/exec-loop.env"
+	[ -f "$DEST$env" ] || fail "$env is not installed"
+	[ "$(stat -c %a "$DEST$env")" = 600 ]
+	cmp "$DEST$env" "$SRC/contrib/exec-loop.env"
+	# an operator's own file survives a second install and the uninstall
+	echo 'EXECKIT_DISPATCHER=http://mine.example:8080' >"$DEST$env"
+	unset MAKEFLAGS MFLAGS MAKELEVEL
+	make -s -C "$BUILD" install-data DESTDIR="$DEST" >/dev/null 2>&1 || fail "second install failed"
+	grep -q mine.example "$DEST$env" || fail "make install overwrote $env"
+	cp "$SRC/contrib/exec-loop.env" "$DEST$env"   # as shipped again: uninstall may take it
+}
+
+@test "a sysusers.d file creates the execkit user the unit runs as" {
+	local conf
+	conf=$DEST$(make_var SYSUSERS_DIR)/execkit.conf
+	[ -f "$conf" ] || fail "execkit.conf is not installed in $(make_var SYSUSERS_DIR)"
+	grep -q '^User=execkit$' "$UNIT"
+	grep -q '^Group=execkit$' "$UNIT"
+	command -v systemd-sysusers >/dev/null || skip "systemd-sysusers is not installed"
+	mkdir -p "$BATS_TEST_TMPDIR/root/etc"
+	run systemd-sysusers --root="$BATS_TEST_TMPDIR/root" "$conf"
+	assert_success
+	grep -q '^execkit:x:[0-9]*:[0-9]*:[^:]*:/var/lib/execkit:/usr/sbin/nologin$' "$BATS_TEST_TMPDIR/root/etc/passwd" ||
+		fail "no execkit user: $(cat "$BATS_TEST_TMPDIR/root/etc/passwd")"
+	grep -q '^execkit:' "$BATS_TEST_TMPDIR/root/etc/group"
+}
+
+@test "configure --prefix=/usr (Debian-style): the unit reads /etc/execkit/exec-loop.env" {
+	local b=$BATS_TEST_TMPDIR/usr-build d=$BATS_TEST_TMPDIR/usr-dest unit
+	unset MAKEFLAGS MFLAGS MAKELEVEL
+	# configure refuses a second build directory of a source tree configured in place
+	[ ! -e "$SRC/config.status" ] || skip "$SRC is configured in place: a VPATH build is needed"
+	mkdir -p "$b"
+	(cd "$b" && "$SRC/configure" -q --prefix=/usr SYSTEMD_SYSTEM_UNIT_DIR=/usr/lib/systemd/system \
+		SYSUSERS_DIR=/usr/lib/sysusers.d) >"$b/log" 2>&1 || fail "configure: $(cat "$b/log")"
+	make -s -C "$b" install-data DESTDIR="$d" >"$b/log" 2>&1 || fail "install-data: $(cat "$b/log")"
+	unit=$d/usr/lib/systemd/system/exec-loop.service
+	grep -qx 'EnvironmentFile=/etc/execkit/exec-loop.env' "$unit" || fail "$(grep EnvironmentFile "$unit")"
+	grep -q '^ExecStart=/usr/bin/exec-loop ' "$unit"
+	[ -f "$d/etc/execkit/exec-loop.env" ]
+	[ -f "$d/usr/lib/sysusers.d/execkit.conf" ]
+	[ -f "$d/usr/share/doc/execkit/json.md" ]
+	grep -q '^\.I /etc/execkit/exec-loop.env$' "$d/usr/share/man/man1/exec-loop.1"
+	[ -z "$(find "$d" -path '*/usr/etc*')" ] || fail "something went to /usr/etc"
 }
 
 @test "make uninstall leaves nothing behind" {

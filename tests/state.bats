@@ -69,7 +69,7 @@ accept_some() {
 	local m
 	for m in 750 705 777; do
 		chmod "$m" "$EXEC_STATE_DIR"
-		refused_by_all "$EK_NOSESSION" "$EXEC_STATE_DIR" "mode 0$m"
+		refused_by_all "$EK_UNSAFE" "$EXEC_STATE_DIR" "mode 0$m"
 	done
 	chmod 700 "$EXEC_STATE_DIR"
 	run exec-session show
@@ -80,7 +80,7 @@ accept_some() {
 	start_dispatcher
 	open_session
 	chmod 644 "$EXEC_STATE_DIR/state.db"
-	refused_by_all "$EK_NOSESSION" "state.db" "mode 0644"
+	refused_by_all "$EK_UNSAFE" "state.db" "mode 0644"
 	chmod 600 "$EXEC_STATE_DIR/state.db"
 	run exec-session heartbeat
 	assert_success

@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# What every tool shares on its command line (libcommon/cli.c, suggest.c):
+# one report per bad option, -V for --version, "did you mean" for a
+# mistyped command, and the words an operator reads in the tools' lines.
+
+load helpers
+load doclib
+
+# bad_option TOOL ARG... : TOOL rejects its command line with exactly one
+# error line and one hint, and says nothing on stdout.
+bad_option() {
+	local t=$1
+	shift
+	run --separate-stderr "$t" "$@"
+	[ "$status" -eq "$EK_USAGE" ] || fail "$t $*: exit $status, want $EK_USAGE"
+	[ -z "$output" ] || fail "$t $*: stdout: $output"
+	[ "${#stderr_lines[@]}" -eq 2 ] || fail "$t $*: ${#stderr_lines[@]} lines: $stderr"
+	[[ ${stderr_lines[0]} == "$t: "* ]] || fail "$t $*: ${stderr_lines[0]}"
+	[ "${stderr_lines[1]}" = "Try '$t --help' for more information." ] || fail "$t $*: ${stderr_lines[1]}"
+}
+
+@test "each unknown option is reported once, by every tool" {
+	local t
+	for t in $TOOLS; do
+		bad_option "$t" --no-such-option
+		[[ $stderr == *"--no-such-option"* ]] || fail "$t: $stderr"
+		bad_option "$t" --no-such-option=3
+	done
+	for t in ${TOOLS/exec-loop/}; do   # exec-loop has no short options but -h and -V
+		bad_option "$t" -Z
+		[[ ${stderr_lines[0]} == *"invalid option -- 'Z'" ]] || fail "$t: $stderr"
+	done
+}
+
+@test "a missing or an unwanted option argument is named as such" {
+	bad_option exec-run --slots
+	assert_equal "${stderr_lines[0]}" "exec-run: option '--slots' requires an argument"
+	bad_option exec-inspect --help=yes
+	assert_equal "${stderr_lines[0]}" "exec-inspect: option '--help' doesn't allow an argument"
+	bad_option exec-loop --slots
+	assert_equal "${stderr_lines[0]}" "exec-loop: --slots needs a number"
+}
+
+@test "-V is --version for every tool, and --help lists it" {
+	local t v
+	for t in $TOOLS; do
+		v=$("$t" --version) || fail "$t --version failed"
+		[[ $v =~ ^$t\ \(execkit\)\ [0-9] ]] || fail "$t --version: $v"
+		run --separate-stderr "$t" -V
+		assert_success
+		assert_output "$v"
+		"$t" --help | grep -qE '^  -V, --version +show the version and exit$' || fail "$t --help lacks -V"
+	done
+}
+
+@test "a mistyped command gets git's 'did you mean', on stderr, exit 64" {
+	local t word want
+	while read -r t word want; do
+		run --separate-stderr "$t" "$word"
+		[ "$status" -eq "$EK_USAGE" ] || fail "$t $word: exit $status"
+		[ -z "$output" ] || fail "$t $word: stdout $output"
+		assert_equal "${stderr_lines[0]}" "$t: unknown command '$word'"
+		assert_equal "${stderr_lines[1]}" "The most similar command is"
+		assert_equal "${stderr_lines[2]}" "$(printf '\t%s' "$want")"
+		assert_equal "${stderr_lines[3]}" "Try '$t --help' for more information."
+	done <<-EOF
+		exec-run strat start
+		exec-run cancle cancel
+		exec-session shwo show
+		exec-session hearbeat heartbeat
+		exec-inspect lst list
+		exec-inspect sumary summary
+		exec-shares capacty capacity
+	EOF
+}
+
+@test "several equally close commands are all offered; a far word gets none" {
+	run --separate-stderr exec-inspect s
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_equal "${stderr_lines[1]}" "The most similar commands are"
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:2:2}")" "$(printf '\t%s\n' summary show)"
+	run --separate-stderr exec-run xyzzyplugh
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_equal "$stderr" "$(printf '%s\n' "exec-run: unknown command 'xyzzyplugh'" \
+		"Try 'exec-run --help' for more information.")"
+}
+
+@test "one attempt, one run: the tools' lines use the singular for 1" {
+	ready p1
+	run exec-run start --wait --slots 1
+	assert_success
+	assert_line --regexp '^p1 exited 0: delivered \(1 attempt\): '
+	run exec-run sweep
+	assert_output "0 runs became unknown, 0 finished runs tidied"
+}
+
+@test "exec-run start --wait says how many runs --slots left queued" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec q1)" "$(spec q2)" "$(spec q3)" "$(spec q4 /bin/true '[]' '"due_at":9999999999999')"
+	run exec-run start --wait --slots 1
+	assert_success
+	assert_line "started 1 run; 3 runs left queued (--slots 1)"
+	run exec-run start --wait --slots 2
+	assert_line "started 2 runs; 1 run left queued (--slots 2)"
+	run exec-run start --json --wait --slots 2
+	refute_output --partial "left queued"
+}
+
+@test "a delivery that failed says it was the delivery, not the run" {
+	ready f1
+	fault 5xx 10
+	run exec-run start --wait --budget-ms "$WAIT_MS"
+	assert_success
+	assert_line --regexp '^f1 exited 0: delivery failed \(3 attempts\): transient: HTTP 503'
+}
+
+@test "an HTTP 503 is transient whatever its body, a proxy's page included" {
+	ready h1
+	curl -sS --max-time "$WAIT_S" --data-binary \
+		'{"kind":"lie","path":"/v1/results","status":503,"body":"<html>Service Unavailable</html>","count":3}' \
+		"$DISP_URL/admin/faults" >/dev/null
+	run exec-run start --wait --budget-ms "$WAIT_MS"
+	assert_success
+	assert_line "h1 exited 0: delivery failed (3 attempts): transient: HTTP 503: <html>Service Unavailable</html>"
+	[ "$(sql "SELECT refused FROM results WHERE run_id='h1'")" = 0 ]
+	run exec-report h1
+	assert_success
+	assert_output --partial "delivered h1 (1 attempt)"
+}
