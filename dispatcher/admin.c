@@ -377,7 +377,7 @@ h_client_new(struct req *rq)
 	    strlen(json_string_value(name)) != json_string_length(name))
 		return fail(rq, 400, "invalid", "the body must be {\"name\": a string of 1..%d"
 		    " bytes}", CLIENT_NAME_MAX);
-	if (random_id(id, sizeof id, "cli-", 8) < 0 || random_id(token, sizeof token, "", 32) < 0)
+	if (random_hex(id, sizeof id, "cli-", 8) < 0 || random_hex(token, sizeof token, "", 32) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(token, strlen(token), sha);
 	if (tx_begin(rq) < 0)

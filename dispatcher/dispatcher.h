@@ -113,6 +113,7 @@
 
 #include "db.h"
 #include "err.h"
+#include "random.h"
 
 /* "exec-dispatcher", defined beside main. */
 extern const char PROG[];
@@ -202,6 +203,8 @@ int internal(struct req *rq);
 int answer(struct req *rq, int status, json_t *obj);
 /* The request body as JSON (parsed once); NULL with a 400 answer set. */
 json_t *body_json(struct req *rq);
+/* The token of the request's "Authorization: Bearer" header, or NULL. */
+const char *req_bearer(struct req *rq);
 
 /* Run the request's handler (or answer 404/405); the HTTP status. */
 int dispatch(struct req *rq);
@@ -335,8 +338,6 @@ handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_r
 
 /* ---- util.c --------------------------------------------------------- */
 
-/* Fill out with prefix + 2*nbytes random hex digits; 0 or -1. */
-int random_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
 /* Is s exactly n hex digits (either case)? */
 bool is_hex(const char *s, size_t n);
 /* Is s a run id: 1..128 bytes of [A-Za-z0-9._:-]? */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -35,6 +36,19 @@ fail(struct req *rq, int status, const char *code, const char *fmt, ...)
 	json_decref(rq->out);
 	rq->out = json_pack("{s:s, s:s}", "error", code, "detail", detail);
 	return status;
+}
+
+const char *
+req_bearer(struct req *rq)
+{
+	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	for (h += 7; *h == ' '; h++)
+		;
+	return *h ? h : NULL;
 }
 
 int

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "dispatcher.h"
@@ -34,27 +33,13 @@ enum { INSPECT_RUN_MAX = 4096, INSPECT_SESSION_MAX = 128,
 	INSPECT_WAIT_MAX = 30000, INSPECT_POLL_MS = 50, INSPECT_ANSWER_MAX = 16384,
 	CLIENT_ID_SIZE = 24 };
 
-/* The request's Bearer token, or NULL if it has none. */
-static const char *
-bearer(struct req *rq)
-{
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_AUTHORIZATION);
-
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return NULL;
-	for (h += 7; *h == ' '; h++)
-		;
-	return *h ? h : NULL;
-}
-
 /* Admit a client's request: its Bearer token hashes to an active client's
  * (only the hash is stored).  0 with the client's id in client, else the
  * error status (answer set).  Inside tx_begin(). */
 static int
 client_gate(struct req *rq, char *client, size_t n)
 {
-	const char *token = bearer(rq);
+	const char *token = req_bearer(rq);
 	char sha[SHA256_HEX_LEN + 1], status[16] = "";
 	sqlite3_stmt *st;
 	int r;
@@ -144,7 +129,7 @@ h_inspection_new(struct req *rq)
 	int64_t pending;
 	int status;
 
-	if (random_id(id, sizeof id, "insp-", 8) < 0)
+	if (random_hex(id, sizeof id, "insp-", 8) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	if (tx_begin(rq) < 0)
 		return 500;

@@ -32,7 +32,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "dispatcher.h"
@@ -80,15 +79,12 @@ sha_eq(const char *got, const char *want)
 static bool
 cred_ok(struct req *rq, const char *want)
 {
-	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *token = req_bearer(rq);
 	char got[SHA256_HEX_LEN + 1];
 
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+	if (!token)
 		return false;
-	for (h += 7; *h == ' '; h++)
-		;
-	sha256_hex(h, strlen(h), got);
+	sha256_hex(token, strlen(token), got);
 	return sha_eq(got, want);
 }
 
@@ -158,7 +154,7 @@ h_negotiate(struct req *rq)
 		return fail(rq, 400, "invalid", "executor_id must be 32 hex digits");
 	if (kv && (!key || !is_hex(key, 64)))   /* absent: key_prove() says what that means */
 		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
-	if (random_id(sid, sizeof sid, "ses-", 8) < 0 || random_id(cred, sizeof cred, "", 32) < 0)
+	if (random_hex(sid, sizeof sid, "ses-", 8) < 0 || random_hex(cred, sizeof cred, "", 32) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(cred, strlen(cred), cred_sha);
 	if (key)
@@ -320,7 +316,7 @@ settle_ask_one(struct ek_err *e, const char *sid, const char *run_id, const char
 {
 	char id[32];
 
-	if (random_id(id, sizeof id, "insp-", 8) < 0)
+	if (random_hex(id, sizeof id, "insp-", 8) < 0)
 		return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 	return sql_exec(e, "INSERT INTO inspections(inspection_id, session_id, run_id, status,"
 	    " created_ms) VALUES(?,?,?,'pending',?)", "sssi", id, sid, run_id, now) < 0 ||

@@ -122,7 +122,7 @@ store_incarnation(const char *want, struct ek_err *e)
 		return r < 0 ? -1 : 0;
 	if (want)
 		snprintf(s->incarnation, sizeof s->incarnation, "%s", want);
-	else if (random_id(s->incarnation, sizeof s->incarnation, "inc-", 8) < 0)
+	else if (random_hex(s->incarnation, sizeof s->incarnation, "inc-", 8) < 0)
 		return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 	return sql_exec(e, "INSERT INTO meta(key, value) VALUES('incarnation', ?)", "s",
 	    s->incarnation);

@@ -1,36 +1,14 @@
 /*
- * util — the dispatcher's small helpers: random ids, the checks on ids
+ * util — the dispatcher's small helpers: the checks on ids
  * that several endpoints make, and the log line on stderr.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "dispatcher.h"
 #include "text.h"
-
-int
-random_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
-{
-	unsigned char b[32];
-	size_t got = 0, i, pl = strlen(prefix);
-
-	if (nbytes > sizeof b || pl + 2 * nbytes + 1 > outsz)
-		return -1;
-	while (got < nbytes) {
-		ssize_t n = getrandom(b + got, nbytes - got, 0);
-		if (n < 0 && errno != EINTR)
-			return -1;
-		if (n > 0)
-			got += (size_t)n;
-	}
-	memcpy(out, prefix, pl);
-	for (i = 0; i < nbytes; i++)
-		snprintf(out + pl + 2 * i, 3, "%02x", b[i]);
-	return 0;
-}
 
 bool
 is_hex(const char *s, size_t n)

@@ -166,7 +166,7 @@ requeue_id(struct ek_err *e, char *as)
 	int i, r;
 
 	for (i = 0; i < REQUEUE_ID_TRIES; i++) {
-		if (random_id(as, 24, "rq-", 8) < 0)
+		if (random_hex(as, 24, "rq-", 8) < 0)
 			return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		if (!(st = sql_prep(e, "SELECT 1 FROM runs WHERE run_id=?", "s", as)))
 			return -1;

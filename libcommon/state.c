@@ -4,12 +4,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "cli.h"
+#include "random.h"
 #include "state.h"
 
 struct schema_step { const char *name; const char *sql; };
@@ -265,20 +265,6 @@ state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const ch
 }
 
 static int
-random_hex(char *out, size_t nbytes)
-{
-	unsigned char raw[32];
-	size_t i;
-
-	if (nbytes > sizeof raw || getrandom(raw, nbytes, 0) != (ssize_t)nbytes)
-		return -1;
-	for (i = 0; i < nbytes; i++)
-		sprintf(out + 2 * i, "%02x", raw[i]);
-	explicit_bzero(raw, sizeof raw);   /* it may be the executor key */
-	return 0;
-}
-
-static int
 meta_put(struct db *db, const char *key, const char *value, struct ek_err *e)
 {
 	sqlite3_stmt *st = db_prep(db, "INSERT INTO meta(key, value) VALUES (?1, ?2)", e);
@@ -306,7 +292,8 @@ create_schema(struct state *st, struct ek_err *e)
 			goto fail;
 	snprintf(pragma, sizeof pragma, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
 	    EK_APPLICATION_ID, SCHEMA_STEPS);
-	if (random_hex(st->executor_id, 16) < 0 || random_hex(key, STATE_KEY_HEX / 2) < 0) {
+	if (random_hex(st->executor_id, sizeof st->executor_id, "", 16) < 0 ||
+	    random_hex(key, sizeof key, "", STATE_KEY_HEX / 2) < 0) {
 		ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		goto fail;
 	}
