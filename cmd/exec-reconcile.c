@@ -249,9 +249,9 @@ static void
 say_kept(const struct opts *o, int64_t kept)
 {
 	if (kept > 0 && !o->json)
-		printf("kept back %lld results that adoption could still deliver (their sessions ended "
+		printf("%s %lld results that adoption could still deliver (their sessions ended "
 		    "unrevoked: exec-session adopt SESSION_ID; --include-adoptable exports them)\n",
-		    (long long)kept);
+		    o->dry_run ? "would keep back" : "kept back", (long long)kept);
 }
 
 /* Housekeeping: --prune-receipts or --export-evidence. */

@@ -157,8 +157,10 @@ evidence_plan(struct state *st, bool adoptable, int (*fn)(json_t *item, void *),
 		c->rows++;
 		if (fn && fn(json_pack("{s:s, s:s, s:s, s:b, s:I}", "event", "would_export", "run_id",
 		    sqlite3_column_text(q, 0), "session_id", sqlite3_column_text(q, 1), "refused",
-		    sqlite3_column_int(q, 2), "chosen_at", (json_int_t)sqlite3_column_int64(q, 3)), arg) != 0)
+		    sqlite3_column_int(q, 2), "chosen_at", (json_int_t)sqlite3_column_int64(q, 3)), arg) != 0) {
+			rc = -1;   /* fn said why in its arg */
 			break;
+		}
 	}
 	db_done(&st->db, q);
 	if (rc < 0 || (!adoptable && count_adoptable(st, cutoff, &c->kept_adoptable, e) < 0))
@@ -222,8 +224,10 @@ receipts_plan(struct state *st, int64_t age_ms, int (*fn)(json_t *item, void *),
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		(*n)++;
 		if (fn && fn(json_pack("{s:s, s:s, s:I}", "event", "would_prune", "run_id",
-		    sqlite3_column_text(q, 0), "acked_at", (json_int_t)sqlite3_column_int64(q, 1)), arg) != 0)
+		    sqlite3_column_text(q, 0), "acked_at", (json_int_t)sqlite3_column_int64(q, 1)), arg) != 0) {
+			rc = -1;
 			break;
+		}
 	}
 	db_done(&st->db, q);
 	return rc < 0 ? -1 : 0;

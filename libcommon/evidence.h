@@ -47,7 +47,8 @@ int evidence_export(struct state *st, const char *path, bool adoptable, struct e
 
 /* What evidence_export() would export now: fn(item) per row (a new object
  * {"event":"would_export", run_id, session_id, refused, chosen_at}, which
- * fn owns; non-zero stops), and the counts.  Writes nothing. */
+ * fn owns; non-zero stops with -1, fn having set the error), and the
+ * counts.  Writes nothing. */
 int evidence_plan(struct state *st, bool adoptable, int (*fn)(json_t *item, void *), void *arg,
     struct evidence_count *c, struct ek_err *e);
 

@@ -456,7 +456,7 @@ adoptable_state() {
 	run exec-reconcile --export-evidence "$f" --dry-run
 	assert_success
 	assert_line --index 0 "would export 4 results (dry run: nothing changed)"
-	assert_line --index 1 --partial "kept back 2 results that adoption could still deliver"
+	assert_line --index 1 --partial "would keep back 2 results that adoption could still deliver"
 	assert_equal "$(snapshot)" "$before"
 	[ ! -e "$f" ]
 	# the export: the four, not d1 and d2

@@ -132,7 +132,7 @@ metric() {
 	for i in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
 	local writer=$! reads=0
 	while kill -0 "$writer" 2>/dev/null && [ "$reads" -lt 5000 ]; do
-		tail -n 1 "$f" | grep -q '^execkit_output_bytes [0-9]' ||
+		tail -n 1 "$f" | grep -q '^execkit_reconcile_passes_total [0-9]' ||
 			fail "a reader saw a partial file"
 		reads=$((reads + 1))
 	done
