@@ -19,8 +19,10 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "counters.h"
 #include "deliver.h"
 #include "evidence.h"
+#include "inspect.h"
 #include "jsonout.h"
 #include "output.h"
 #include "runs.h"
@@ -29,7 +31,8 @@
 
 static const char PROG[] = "exec-reconcile";
 
-enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, OPT_OUTPUT_CAP };
+enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, OPT_OUTPUT_CAP,
+	OPT_DRY_RUN, OPT_ADOPTABLE };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -41,13 +44,15 @@ static const struct option options[] = {
 	{ "prune-receipts", required_argument, NULL, OPT_PRUNE },
 	{ "export-evidence", required_argument, NULL, OPT_EXPORT },
 	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "include-adoptable", no_argument, NULL, OPT_ADOPTABLE },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
 	"Usage: exec-reconcile [OPTION]...\n"
-	"       exec-reconcile [OPTION]... --prune-receipts AGE\n"
-	"       exec-reconcile [OPTION]... --export-evidence FILE\n"
+	"       exec-reconcile [OPTION]... --prune-receipts AGE [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --export-evidence FILE [--include-adoptable] [--dry-run]\n"
 	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
 	"Deliver retained results of the current session in one bounded pass.\n"
 	"\n"
@@ -58,7 +63,12 @@ static const char USAGE[] =
 	"                         budget ends (the step before moving state to another version)\n"
 	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m, 3600s)\n"
 	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON Lines,\n"
-	"                         with the stored bodies), fsync it, then delete those rows\n"
+	"                         with the stored bodies), fsync it, then delete those rows;\n"
+	"                         results of an ended session that exec-session adopt could\n"
+	"                         still deliver are kept back (and counted)\n"
+	"      --include-adoptable  export those too: their runs are then never reported\n"
+	"      --dry-run          prune, export: say what would go (--json: one line per\n"
+	"                         item), change nothing\n"
 	"      --output-cap BYTES  remove captured output nothing refers to, then, while\n"
 	"                         out/ holds more than BYTES (0: no cap), the output of\n"
 	"                         acknowledged runs, oldest first (exec-loop: once a minute)\n"
@@ -78,7 +88,7 @@ static const char *const status_name[] = { "delivered", "refused", "session_over
 struct opts {
 	const char *state_dir, *export_path;
 	int64_t max, budget_ms, prune_age_ms, output_cap;
-	int json, drain;
+	int json, drain, dry_run, adoptable;
 };
 
 #define PASS_MAX 32   /* the seed caps a pass at 32 results: the most --max allows */
@@ -184,13 +194,25 @@ run_pass(struct state *st, const struct opts *o, const struct binding *b, int64_
 	return 0;
 }
 
+/* The passes that did work, for execkit_reconcile_passes_total.  Their
+ * results are settled already: a failure here is said, and changes nothing
+ * of the exit status. */
+static void
+count_passes(struct state *st, int n)
+{
+	struct ek_err e = { 0 };
+
+	if (n > 0 && counters_add_passes(st, n, &e) < 0)
+		fprintf(stderr, "%s: warning: the pass counter was not updated: %s\n", PROG, e.msg);
+}
+
 static int
 reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	int64_t deadline = mono_ms() + o->budget_ms;
 	struct pass p;
 	struct session s;
-	int passes = 0, delivered = 0, refused = 0;
+	int passes = 0, worked = 0, delivered = 0, refused = 0;
 
 	if (session_require(st, NULL, &s, e) < 0)
 		return -1;
@@ -199,6 +221,7 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 		if (run_pass(st, o, &s.b, deadline, &p, e) < 0)
 			return -1;
 		passes++;
+		worked += p.n > 0;
 		delivered += p.delivered;
 		refused += p.refused;
 		if (o->json)
@@ -211,6 +234,7 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	    mono_ms() < deadline);
 	if (o->drain && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
+	count_passes(st, worked);
 	if (!o->json)
 		printf("%d delivered, %d refused, %d waiting in %d pass%s\n", delivered, refused,
 		    p.waiting, passes, passes == 1 ? "" : "es");
@@ -222,25 +246,76 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* The results kept back, and why, after an export or its plan. */
+static void
+say_kept(const struct opts *o, int64_t kept)
+{
+	if (kept > 0 && !o->json)
+		printf("%s %lld results that adoption could still deliver (their sessions ended "
+		    "unrevoked: exec-session adopt SESSION_ID; --include-adoptable exports them)\n",
+		    o->dry_run ? "would keep back" : "kept back", (long long)kept);
+}
+
 /* Housekeeping: --prune-receipts or --export-evidence. */
 static int
 housekeeping(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	const char *what = o->export_path ? "exported" : "pruned";
-	int64_t n = 0, files = 0;
+	struct evidence_count c = { 0 };
+	int64_t files = 0;
 
-	if (o->export_path ? evidence_export(st, o->export_path, &n, e) < 0 :
-	    receipts_prune(st, o->prune_age_ms, &n, e) < 0)
+	if (o->export_path ? evidence_export(st, o->export_path, o->adoptable, &c, e) < 0 :
+	    receipts_prune(st, o->prune_age_ms, &c.rows, e) < 0)
 		return -1;
 	/* their output goes with them: nothing refers to it any more (output.h) */
 	if (output_collect(st, 0, &files, e) < 0)
 		return -1;
 	if (o->json)
-		json_emit(stdout, json_pack("{s:s, s:I, s:I}", "event", what, "rows", (json_int_t)n,
+		json_emit(stdout, o->export_path ?
+		    json_pack("{s:s, s:b, s:I, s:I, s:I}", "event", what, "dry_run", 0, "rows",
+		    (json_int_t)c.rows, "kept_adoptable", (json_int_t)c.kept_adoptable, "output_files",
+		    (json_int_t)files) :
+		    json_pack("{s:s, s:b, s:I, s:I}", "event", what, "dry_run", 0, "rows", (json_int_t)c.rows,
 		    "output_files", (json_int_t)files));
 	else
-		printf("%s %lld %s, removed %lld output files\n", what, (long long)n,
+		printf("%s %lld %s, removed %lld output files\n", what, (long long)c.rows,
 		    o->export_path ? "results" : "receipts", (long long)files);
+	say_kept(o, c.kept_adoptable);
+	return 0;
+}
+
+static int
+emit_item(json_t *item, void *arg)
+{
+	return json_emit(stdout, item) < 0 ? ek_fail(arg, EK_IOERR, "writing standard output") : 0;
+}
+
+/* --dry-run: the same selection, read through an inspector's connection
+ * (inspect.h: query_only, no checkpoint on close), so that not a byte of
+ * the state changes; the export's file is not created either. */
+static int
+dry_run(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct evidence_count c = { 0 };
+	int (*fn)(json_t *, void *) = o->json ? emit_item : NULL;
+
+	if (o->export_path && access(o->export_path, F_OK) == 0)
+		return ek_fail(e, EK_CANTCREAT, "'%s' exists: an export never overwrites a file",
+		    o->export_path);
+	if (inspect_guard(st, INSPECT_VIEW, mono_ms() + o->budget_ms, e) < 0 ||
+	    (o->export_path ? evidence_plan(st, o->adoptable, fn, e, &c, e) :
+	    receipts_plan(st, o->prune_age_ms, fn, e, &c.rows, e)) < 0)
+		return -1;
+	if (o->json && o->export_path)
+		json_emit(stdout, json_pack("{s:s, s:b, s:I, s:I}", "event", "exported", "dry_run", 1,
+		    "rows", (json_int_t)c.rows, "kept_adoptable", (json_int_t)c.kept_adoptable));
+	else if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:b, s:I}", "event", "pruned", "dry_run", 1,
+		    "rows", (json_int_t)c.rows));
+	else
+		printf("would %s %lld %s (dry run: nothing changed)\n", o->export_path ? "export" : "prune",
+		    (long long)c.rows, o->export_path ? "results" : "receipts");
+	say_kept(o, c.kept_adoptable);
 	return 0;
 }
 
@@ -302,6 +377,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_DRAIN: o->drain = 1; break;
+		case OPT_DRY_RUN: o->dry_run = 1; break;
+		case OPT_ADOPTABLE: o->adoptable = 1; break;
 		case OPT_EXPORT: o->export_path = optarg; break;
 		case OPT_PRUNE:
 			if (parse_age(optarg, &o->prune_age_ms) < 0)
@@ -328,6 +405,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->output_cap >= 0) > 1)
 		return cli_usage_error(PROG, "--export-evidence, --prune-receipts and --output-cap are "
 		    "separate steps");
+	if (o->dry_run && !o->export_path && o->prune_age_ms < 0)
+		return cli_usage_error(PROG, "--dry-run goes with --prune-receipts or --export-evidence");
+	if (o->adoptable && !o->export_path)
+		return cli_usage_error(PROG, "--include-adoptable goes with --export-evidence");
 	if ((o->export_path || o->prune_age_ms >= 0 || o->output_cap >= 0) && o->drain)
 		return cli_usage_error(PROG, "--drain does not go with --export-evidence, --prune-receipts "
 		    "or --output-cap");
@@ -346,8 +427,8 @@ main(int argc, char **argv)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = o.output_cap >= 0 ? collect(&st, &o, &e) : o.export_path || o.prune_age_ms >= 0 ?
-	    housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
+	rc = o.output_cap >= 0 ? collect(&st, &o, &e) : o.dry_run ? dry_run(&st, &o, &e) :
+	    o.export_path || o.prune_age_ms >= 0 ? housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

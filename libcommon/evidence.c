@@ -13,9 +13,21 @@
 #include "evidence.h"
 #include "jsonout.h"
 
-/* Selects the population; the same WHERE clause deletes it afterwards. */
-#define EVIDENCE_WHERE " WHERE (refused = 1 OR NOT " SQL_DELIVERABLE_HERE("results") ") " \
-	"AND chosen_at <= ?1"
+/* An orphaned result that adoption could still deliver: its session is an
+ * ended, unrevoked session of this executor (exec-session adopt: the
+ * dispatcher adopts closed, expired and replaced sessions, never a revoked
+ * one), and no current session of another dispatcher incarnation says the
+ * dispatcher that issued it lost its store. */
+#define SQL_ADOPTABLE "EXISTS (SELECT 1 FROM sessions os WHERE os.incarnation = results.incarnation " \
+	"AND os.session_id = results.session_id AND os.status NOT IN ('current', 'revoked') " \
+	"AND NOT EXISTS (SELECT 1 FROM sessions oc WHERE oc.status = 'current' " \
+	"AND oc.incarnation <> os.incarnation))"
+#define SQL_ORPHANED "refused = 0 AND NOT " SQL_DELIVERABLE_HERE("results")
+
+/* Selects the population (?4: adoptable ones too); the same WHERE clause
+ * deletes it afterwards. */
+#define EVIDENCE_WHERE " WHERE (refused = 1 OR (NOT " SQL_DELIVERABLE_HERE("results") \
+	" AND (?4 OR NOT " SQL_ADOPTABLE "))) AND chosen_at <= ?1"
 
 static json_t *
 row_json(sqlite3_stmt *q)
@@ -34,7 +46,8 @@ row_json(sqlite3_stmt *q)
  * after *last) to f and make them durable, then delete exactly those rows.
  * *n = rows in the chunk; *last = the rowid of its last row. */
 static int
-export_chunk(struct state *st, FILE *f, int64_t cutoff, int64_t *last, int64_t *n, struct ek_err *e)
+export_chunk(struct state *st, FILE *f, int64_t cutoff, bool adoptable, int64_t *last, int64_t *n,
+    struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id, incarnation, session_id, outcome, "
 	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body, rowid "
@@ -47,6 +60,7 @@ export_chunk(struct state *st, FILE *f, int64_t cutoff, int64_t *last, int64_t *
 	db_bind_i64(q, 1, cutoff);
 	db_bind_i64(q, 2, first);
 	db_bind_i64(q, 3, EVIDENCE_CHUNK_ROWS);
+	db_bind_i64(q, 4, adoptable);
 	*n = 0;
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		if (json_emit(f, row_json(q)) < 0) {
@@ -67,6 +81,7 @@ export_chunk(struct state *st, FILE *f, int64_t cutoff, int64_t *last, int64_t *
 	db_bind_i64(q, 1, cutoff);
 	db_bind_i64(q, 2, first);
 	db_bind_i64(q, 3, *last);
+	db_bind_i64(q, 4, adoptable);
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
 	if (sqlite3_changes(st->db.h) != *n)
@@ -107,14 +122,61 @@ sync_parent(const char *path, struct ek_err *e)
 	return rc < 0 ? ek_fail(e, EK_IOERR, "'%s': fsync: %s", dir, strerror(errno)) : 0;
 }
 
-int
-evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e)
+/* How many orphaned results chosen by cutoff adoption could still deliver. */
+static int
+count_adoptable(struct state *st, int64_t cutoff, int64_t *kept, struct ek_err *e)
 {
-	int64_t cutoff = now_ms(), last = 0, k = 1;
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM results WHERE " SQL_ORPHANED
+	    " AND " SQL_ADOPTABLE " AND chosen_at <= ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, cutoff);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		*kept = sqlite3_column_int64(q, 0);
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+evidence_plan(struct state *st, bool adoptable, int (*fn)(json_t *item, void *), void *arg,
+    struct evidence_count *c, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id, session_id, refused, chosen_at "
+	    "FROM results" EVIDENCE_WHERE " ORDER BY rowid", e);
+	int64_t cutoff = now_ms();
+	int rc;
+
+	memset(c, 0, sizeof *c);
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 4, adoptable);
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		c->rows++;
+		if (fn && fn(json_pack("{s:s, s:s, s:s, s:b, s:I}", "event", "would_export", "run_id",
+		    sqlite3_column_text(q, 0), "session_id", sqlite3_column_text(q, 1), "refused",
+		    sqlite3_column_int(q, 2), "chosen_at", (json_int_t)sqlite3_column_int64(q, 3)), arg) != 0) {
+			rc = -1;   /* fn said why in its arg */
+			break;
+		}
+	}
+	db_done(&st->db, q);
+	if (rc < 0 || (!adoptable && count_adoptable(st, cutoff, &c->kept_adoptable, e) < 0))
+		return -1;
+	return 0;
+}
+
+int
+evidence_export(struct state *st, const char *path, bool adoptable, struct evidence_count *c,
+    struct ek_err *e)
+{
+	int64_t cutoff = now_ms(), last = 0, k = 1, *n = &c->rows;
 	int fd, rc = 0;
 	FILE *f;
 
-	*n = 0;
+	memset(c, 0, sizeof *c);
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 || !(f = fdopen(fd, "w"))) {
 		ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, strerror(errno));
 		if (fd >= 0)
@@ -131,7 +193,7 @@ evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e
 		db_yield(&st->db);   /* after a chunk, a waiting writer first */
 		if ((rc = db_begin_write(&st->db, e)) < 0)
 			break;
-		if ((rc = export_chunk(st, f, cutoff, &last, &k, e)) < 0 || k == 0) {
+		if ((rc = export_chunk(st, f, cutoff, adoptable, &last, &k, e)) < 0 || k == 0) {
 			db_rollback(&st->db);
 			break;
 		}
@@ -142,7 +204,33 @@ evidence_export(struct state *st, const char *path, int64_t *n, struct ek_err *e
 	}
 	if (fclose(f) != 0 && rc == 0)
 		rc = ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
+	if (rc == 0 && !adoptable)
+		rc = count_adoptable(st, cutoff, &c->kept_adoptable, e);
 	return rc < 0 ? failed_after(e, *n, "results were exported and deleted") : 0;
+}
+
+int
+receipts_plan(struct state *st, int64_t age_ms, int (*fn)(json_t *item, void *), void *arg,
+    int64_t *n, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id, acked_at FROM receipts "
+	    "WHERE acked_at < ?1 ORDER BY rowid", e);
+	int rc;
+
+	*n = 0;
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, now_ms() - age_ms);
+	while ((rc = db_step(&st->db, q, e)) == 1) {
+		(*n)++;
+		if (fn && fn(json_pack("{s:s, s:s, s:I}", "event", "would_prune", "run_id",
+		    sqlite3_column_text(q, 0), "acked_at", (json_int_t)sqlite3_column_int64(q, 1)), arg) != 0) {
+			rc = -1;
+			break;
+		}
+	}
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
 }
 
 int

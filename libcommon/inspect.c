@@ -769,6 +769,8 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 		return -1;
 	f->read_at_ms = now_ms();
 	rc = summary_read(st, &f->s, e);
+	if (rc == 0)
+		rc = counters_read(st, &f->c, e);
 	end_read(st);
 	if (rc == 0 && (rc = output_usage(st, &u, e)) == 0) {
 		f->output_files = u.files;

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "binding.h"
+#include "counters.h"
 #include "runs.h"
 #include "state.h"
 #include "summary.h"
@@ -158,6 +159,7 @@ struct inspect_figures {
 	struct summary s;
 	int64_t read_at_ms;     /* wall clock of the snapshot */
 	int64_t output_files, output_bytes;   /* captured output held in out/ */
+	struct counters c;      /* counters, liveness, oldest ages (metrics only) */
 };
 
 /* Read the figures in one read transaction.  0 or -1. */

@@ -1,13 +1,16 @@
 /*
  * metrics — see metrics.h.
  *
- * One table names every metric, its help text and its series, and the
- * text is written from it in table order: a new figure is an enum fig
- * value, a row of the table and a case of fig_value().
+ * One table names every metric, its type, its help text and its series,
+ * and the text is written from it in table order: a new figure is an enum
+ * fig value, a row of the table and a case of fig_value().  The counters
+ * (*_total) come from schema/011_counters.sql through counters.h.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config.h"
 #include "metrics.h"
 
 /*
@@ -15,46 +18,88 @@
  * label values (NULL: one series without labels); fig_value() reads each.
  */
 enum fig { F_QUEUED, F_RUNNING, F_QUAR_QUEUED, F_QUAR_STARTED, F_UNKNOWN, F_DELIVERABLE,
-	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE, F_HB_ACKED, F_HB_PENDING,
-	F_OUT_FILES, F_OUT_BYTES };
-
-static const struct metric {
-	const char *name, *help, *label;
-	struct { const char *value; enum fig fig; } series[3];
-} metrics[] = {
-	{ "execkit_runs_queued", "Runs of the current session accepted and waiting to start.",
-	    NULL, { { NULL, F_QUEUED } } },
-	{ "execkit_runs_running", "Runs of the current session started and without a result yet.",
-	    NULL, { { NULL, F_RUNNING } } },
-	{ "execkit_runs_quarantined", "Runs accepted under another binding: never started, "
-	    "never deleted here.", "state", { { "queued", F_QUAR_QUEUED }, { "started", F_QUAR_STARTED } } },
-	{ "execkit_runs_unknown", "Runs whose supervisor vanished before choosing a result "
-	    "(outcome unknown, never re-run).", NULL, { { NULL, F_UNKNOWN } } },
-	{ "execkit_unreconciled_results", "Retained results not acknowledged yet, by cause.",
-	    "cause", { { "deliverable", F_DELIVERABLE }, { "earlier_session", F_EARLIER },
-	    { "refused", F_REFUSED } } },
-	{ "execkit_unreconciled_attempts", "Delivery attempts spent on the retained results "
-	    "(sum over them).", NULL, { { NULL, F_ATTEMPTS } } },
-	{ "execkit_oldest_unreconciled_age_seconds", "Age of the oldest retained result "
-	    "(since its result was chosen); 0 when none is retained.", NULL, { { NULL, F_AGE } } },
-	{ "execkit_receipts", "Receipts of acknowledged results kept until pruned.",
-	    NULL, { { NULL, F_RECEIPTS } } },
-	{ "execkit_runs_handed_back", "Runs never started here and handed back to the "
-	    "dispatcher on a clean stop, by whether it acknowledged them.", "state",
-	    { { "acknowledged", F_HB_ACKED }, { "pending", F_HB_PENDING } } },
-	{ "execkit_output_files", "Captured output files (stdout, stderr, notify) held in "
-	    "the state directory.", NULL, { { NULL, F_OUT_FILES } } },
-	{ "execkit_output_bytes", "Bytes of captured output held in the state directory.",
-	    NULL, { { NULL, F_OUT_BYTES } } },
+	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE, F_REFUSED_AGE, F_HB_ACKED, F_HB_PENDING,
+	F_OUT_FILES, F_OUT_BYTES, F_UP, F_BEAT_AGE, F_BUILD,
+	F_FINISHED,   /* + an index into counter_outcomes */
+	F_TOTAL = F_FINISHED + C_OUTCOMES   /* + an enum counter */
 };
 
+#define SERIES_MAX C_OUTCOMES
+
+static const struct metric {
+	const char *name, *type, *help, *label;
+	struct { const char *value; int fig; } series[SERIES_MAX];
+} metrics[] = {
+	{ "execkit_runs_queued", "gauge", "Runs of the current session accepted and waiting to start.",
+	    NULL, { { NULL, F_QUEUED } } },
+	{ "execkit_runs_running", "gauge", "Runs of the current session started and without a result yet.",
+	    NULL, { { NULL, F_RUNNING } } },
+	{ "execkit_runs_quarantined", "gauge", "Runs accepted under another binding: never started, "
+	    "never deleted here.", "state", { { "queued", F_QUAR_QUEUED }, { "started", F_QUAR_STARTED } } },
+	{ "execkit_runs_unknown", "gauge", "Runs whose supervisor vanished before choosing a result "
+	    "(outcome unknown, never re-run).", NULL, { { NULL, F_UNKNOWN } } },
+	{ "execkit_unreconciled_results", "gauge", "Retained results not acknowledged yet, by cause.",
+	    "cause", { { "deliverable", F_DELIVERABLE }, { "earlier_session", F_EARLIER },
+	    { "refused", F_REFUSED } } },
+	{ "execkit_unreconciled_attempts", "gauge", "Delivery attempts spent on the retained results "
+	    "(sum over them).", NULL, { { NULL, F_ATTEMPTS } } },
+	{ "execkit_oldest_unreconciled_age_seconds", "gauge", "Age of the oldest retained result not "
+	    "refused (since its result was chosen); 0 when none. Refused evidence has its own gauge.",
+	    NULL, { { NULL, F_AGE } } },
+	{ "execkit_oldest_refused_age_seconds", "gauge", "Age of the oldest refused result kept as "
+	    "evidence until exported; 0 when none.", NULL, { { NULL, F_REFUSED_AGE } } },
+	{ "execkit_receipts", "gauge", "Receipts of acknowledged results kept until pruned.",
+	    NULL, { { NULL, F_RECEIPTS } } },
+	{ "execkit_runs_handed_back", "gauge", "Runs never started here and handed back to the "
+	    "dispatcher on a clean stop, by whether it acknowledged them.", "state",
+	    { { "acknowledged", F_HB_ACKED }, { "pending", F_HB_PENDING } } },
+	{ "execkit_output_files", "gauge", "Captured output files (stdout, stderr, notify) held in "
+	    "the state directory.", NULL, { { NULL, F_OUT_FILES } } },
+	{ "execkit_output_bytes", "gauge", "Bytes of captured output held in the state directory.",
+	    NULL, { { NULL, F_OUT_BYTES } } },
+	{ "execkit_session_up", "gauge", "1 while this executor has a current session, else 0.",
+	    NULL, { { NULL, F_UP } } },
+	{ "execkit_last_heartbeat_age_seconds", "gauge", "Seconds since the last good heartbeat "
+	    "(or the open) of the current session, else of the latest one; NaN before any session.",
+	    NULL, { { NULL, F_BEAT_AGE } } },
+	{ "execkit_build_info", "gauge", "The execkit version reading this state; always 1.",
+	    "version", { { PACKAGE_VERSION, F_BUILD } } },
+	{ "execkit_runs_accepted_total", "counter", "Runs accepted.", NULL, { { NULL, F_TOTAL + C_ACCEPTED } } },
+	{ "execkit_runs_started_total", "counter", "Runs started.", NULL, { { NULL, F_TOTAL + C_STARTED } } },
+	{ "execkit_runs_finished_total", "counter", "Runs finished, by outcome (unknown: the "
+	    "supervisor vanished before choosing a result).", "outcome",
+	    { { "exited", F_FINISHED }, { "killed", F_FINISHED + 1 }, { "timeout", F_FINISHED + 2 },
+	    { "cancelled", F_FINISHED + 3 }, { "exec_failed", F_FINISHED + 4 }, { "unknown", F_FINISHED + 5 } } },
+	{ "execkit_results_delivered_total", "counter", "Results acknowledged by the dispatcher.",
+	    NULL, { { NULL, F_TOTAL + C_DELIVERED } } },
+	{ "execkit_results_refused_total", "counter", "Results the dispatcher refused for good "
+	    "(kept here as evidence).", NULL, { { NULL, F_TOTAL + C_REFUSED } } },
+	{ "execkit_delivery_attempts_total", "counter", "Delivery attempts begun.",
+	    NULL, { { NULL, F_TOTAL + C_ATTEMPTS } } },
+	{ "execkit_reconcile_passes_total", "counter", "exec-reconcile passes that selected at "
+	    "least one retained result.", NULL, { { NULL, F_TOTAL + C_PASSES } } },
+};
+
+/* Seconds from ms to the snapshot's time; 0 for no time (0) or a clock
+ * that went back. */
 static double
-fig_value(const struct inspect_figures *f, enum fig which)
+age_s(const struct inspect_figures *f, int64_t ms)
+{
+	int64_t age = ms ? f->read_at_ms - ms : 0;
+
+	return age > 0 ? (double)age / 1000.0 : 0.0;
+}
+
+static double
+fig_value(const struct inspect_figures *f, int which)
 {
 	const struct summary *s = &f->s;
-	int64_t age;
 
-	switch (which) {
+	if (which >= F_TOTAL)
+		return (double)f->c.total[which - F_TOTAL];
+	if (which >= F_FINISHED)
+		return (double)f->c.finished[which - F_FINISHED];
+	switch ((enum fig)which) {
 	case F_QUEUED: return (double)s->queued;
 	case F_RUNNING: return (double)s->started;
 	case F_QUAR_QUEUED: return (double)s->quarantined_queued;
@@ -69,11 +114,27 @@ fig_value(const struct inspect_figures *f, enum fig which)
 	case F_HB_PENDING: return (double)s->handing_back;
 	case F_OUT_FILES: return (double)f->output_files;
 	case F_OUT_BYTES: return (double)f->output_bytes;
-	case F_AGE:
-		age = s->oldest_unreconciled_ms ? f->read_at_ms - s->oldest_unreconciled_ms : 0;
-		return age > 0 ? (double)age / 1000.0 : 0.0;
+	case F_AGE: return age_s(f, f->c.oldest_unrefused_ms);
+	case F_REFUSED_AGE: return age_s(f, f->c.oldest_refused_ms);
+	case F_UP: return f->c.session_up ? 1.0 : 0.0;
+	case F_BEAT_AGE: return f->c.last_good_ms ? age_s(f, f->c.last_good_ms) : NAN;
+	case F_BUILD: return 1.0;
+	default: break;
 	}
 	return 0.0;
+}
+
+/* One sample; the text format spells NaN so. */
+static void
+sample(FILE *m, const struct metric *x, int j, double v)
+{
+	fputs(x->name, m);
+	if (x->label)
+		fprintf(m, "{%s=\"%s\"}", x->label, x->series[j].value);
+	if (isnan(v))
+		fputs(" NaN\n", m);
+	else
+		fprintf(m, " %.15g\n", v);
 }
 
 char *
@@ -88,14 +149,9 @@ inspect_metrics_text(const struct inspect_figures *f)
 	for (i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
 		const struct metric *x = &metrics[i];
 
-		fprintf(m, "# HELP %s %s\n# TYPE %s gauge\n", x->name, x->help, x->name);
-		for (j = 0; j < 3 && (j == 0 || x->series[j].value); j++) {
-			if (x->label)
-				fprintf(m, "%s{%s=\"%s\"} %.15g\n", x->name, x->label, x->series[j].value,
-				    fig_value(f, x->series[j].fig));
-			else
-				fprintf(m, "%s %.15g\n", x->name, fig_value(f, x->series[j].fig));
-		}
+		fprintf(m, "# HELP %s %s\n# TYPE %s %s\n", x->name, x->help, x->name, x->type);
+		for (j = 0; j < SERIES_MAX && (j == 0 || x->series[j].value); j++)
+			sample(m, x, (int)j, fig_value(f, x->series[j].fig));
 	}
 	if (fclose(m) != 0) {
 		free(text);

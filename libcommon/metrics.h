@@ -2,8 +2,10 @@
  * metrics — the operator's figures (inspect.h: inspect_figures) as
  * Prometheus metrics, for `exec-inspect metrics` and node_exporter's
  * textfile collector (written with file.h: file_write_atomic).
- * `exec-inspect summary --json` prints the same figures; doc/json.md
- * (record summary) maps each JSON field to its metric.
+ * `exec-inspect summary --json` prints the summary's figures; doc/json.md
+ * (record summary) maps each JSON field to its metric.  The counters
+ * (*_total), the session's gauges and the two oldest ages come from
+ * counters.h; contrib/ has a dashboard and alert rules built on them.
  */
 #ifndef EK_METRICS_H
 #define EK_METRICS_H

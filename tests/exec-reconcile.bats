@@ -391,3 +391,110 @@ CONF
 	run exec-reconcile --output-cap 5 --prune-receipts 1d
 	[ "$status" -eq "$EK_USAGE" ]
 }
+
+# snapshot: the state's bytes, every row of it, and the names under out/.
+snapshot() {
+	sql .dump
+	sha256sum "$EXEC_STATE_DIR"/state.db*
+	ls -A "$EXEC_STATE_DIR/out"
+}
+
+@test "--dry-run says what a prune would remove, one JSON line per receipt, and changes nothing" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec p1 /bin/echo '["a"]')" "$(spec p2)" "$(spec p3)"
+	exec-run start --wait >/dev/null
+	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE receipts SET acked_at = acked_at - 40 * 86400000 WHERE run_id <> 'p3'"
+	local before
+	before=$(snapshot)
+	run --separate-stderr exec-reconcile --prune-receipts 30d --dry-run --json
+	assert_success
+	assert_line --index 0 --regexp '^\{"event":"would_prune","run_id":"p1","acked_at":[0-9]+\}$'
+	assert_line --index 1 --regexp '^\{"event":"would_prune","run_id":"p2","acked_at":[0-9]+\}$'
+	assert_line --index 2 '{"event":"pruned","dry_run":true,"rows":2}'
+	[ "${#lines[@]}" = 3 ]
+	run exec-reconcile --prune-receipts 30d --dry-run
+	assert_success
+	assert_output "would prune 2 receipts (dry run: nothing changed)"
+	assert_equal "$(snapshot)" "$before"
+	# the real prune removes exactly what the dry run named
+	run exec-reconcile --prune-receipts 30d --json
+	assert_output --regexp '^\{"event":"pruned","dry_run":false,"rows":2,"output_files":[0-9]+\}$'
+	[ "$(sql "SELECT run_id FROM receipts")" = p3 ]
+	# usage: --dry-run needs a prune or an export; the age needs its unit
+	run exec-reconcile --dry-run
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--dry-run goes with --prune-receipts or --export-evidence"
+	run exec-reconcile --prune-receipts 30 --dry-run
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "'30' is not an age with its unit, like 30d"
+	[ "$(sql "SELECT run_id FROM receipts")" = p3 ]
+}
+
+# adoptable_state: d1, d2 retained under a session replaced by a new one
+# (adoptable), and crowd 4: x2, x4 refused, x1, x3 of a session this state
+# never had (not adoptable).
+adoptable_state() {
+	start_dispatcher
+	open_session
+	OLD=$(current_session)
+	retain_many 2
+	open_session
+	crowd 4
+}
+
+@test "--export-evidence keeps back what adoption could still deliver, and says so; --include-adoptable exports it" {
+	adoptable_state
+	local f=$BATS_TEST_TMPDIR/ev.jsonl before
+	before=$(snapshot)
+	run --separate-stderr exec-reconcile --export-evidence "$f" --dry-run --json
+	assert_success
+	[ "${#lines[@]}" = 5 ]
+	assert_line --index 0 --regexp '^\{"event":"would_export","run_id":"x1","session_id":"ses-old","refused":false,"chosen_at":0\}$'
+	assert_line --index 1 --regexp '^\{"event":"would_export","run_id":"x2","session_id":"ses-[^"]*","refused":true,"chosen_at":0\}$'
+	assert_line --index 4 '{"event":"exported","dry_run":true,"rows":4,"kept_adoptable":2}'
+	run exec-reconcile --export-evidence "$f" --dry-run
+	assert_success
+	assert_line --index 0 "would export 4 results (dry run: nothing changed)"
+	assert_line --index 1 --partial "would keep back 2 results that adoption could still deliver"
+	assert_equal "$(snapshot)" "$before"
+	[ ! -e "$f" ]
+	# the export: the four, not d1 and d2
+	run exec-reconcile --export-evidence "$f"
+	assert_success
+	assert_line --index 0 --regexp "^exported 4 results, removed [0-9]+ output files$"
+	assert_line --index 1 "kept back 2 results that adoption could still deliver (their sessions ended unrevoked: exec-session adopt SESSION_ID; --include-adoptable exports them)"
+	[ "$(grep -c . "$f")" = 4 ]
+	[ "$(sql "SELECT group_concat(run_id) FROM (SELECT run_id FROM results ORDER BY run_id)")" = d1,d2 ]
+	run exec-reconcile --export-evidence "$f" --dry-run
+	[ "$status" -eq "$EK_CANTCREAT" ]            # as the export itself: never overwrites
+	# still adoptable: exec-session adopt delivers them
+	run exec-session adopt "$OLD"
+	assert_success
+	run exec-reconcile
+	assert_success
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id IN ('d1', 'd2')")" = 2 ]
+}
+
+@test "--include-adoptable exports adoptable results too; a revoked session's results are never adoptable" {
+	adoptable_state
+	sqlite3 "$EXEC_STATE_DIR/state.db" "INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+		SELECT 'v1', 't', incarnation, session_id, '{}', 'r', 0 FROM sessions WHERE session_id = '$OLD';
+		INSERT INTO sessions(incarnation, session_id, dispatcher, credential, status, opened_at, lease_ms, heartbeat_ms)
+		SELECT incarnation, 'ses-revoked', dispatcher, 'c', 'revoked', 0, 1, 1 FROM sessions WHERE session_id = '$OLD';
+		INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body)
+		SELECT 'v1', incarnation, 'ses-revoked', 'exited', 0, 'm', 0, x'7b7d' FROM sessions WHERE session_id = '$OLD'"
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/one.jsonl" --json
+	assert_success
+	assert_output --regexp '^\{"event":"exported","dry_run":false,"rows":5,"kept_adoptable":2,"output_files":[0-9]+\}$'
+	grep -q '"run_id":"v1"' "$BATS_TEST_TMPDIR/one.jsonl"
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/two.jsonl" --include-adoptable --dry-run --json
+	assert_line --index 2 '{"event":"exported","dry_run":true,"rows":2,"kept_adoptable":0}'
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/two.jsonl" --include-adoptable
+	assert_success
+	assert_output --regexp "^exported 2 results, removed [0-9]+ output files$"
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	run exec-reconcile --include-adoptable
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--include-adoptable goes with --export-evidence"
+}

@@ -180,6 +180,14 @@ v: ; @echo \$($1)" v
 	[ -z "$(find "$d" -path '*/usr/etc*')" ] || fail "something went to /usr/etc"
 }
 
+@test "the example dashboard and alert rules are installed under the documentation's examples" {
+	local f
+	for f in grafana-execkit.json execkit.rules.yml; do
+		cmp "$(find "$DEST" -path "*/share/doc/execkit/examples/$f")" "$SRC/contrib/$f" ||
+			fail "$f is not installed under share/doc/execkit/examples"
+	done
+}
+
 @test "make uninstall leaves nothing behind" {
 	unset MAKEFLAGS MFLAGS MAKELEVEL
 	make -s -C "$BUILD" uninstall DESTDIR="$DEST" >/dev/null 2>&1

@@ -131,7 +131,9 @@ workload() {
 workload_housekeeping() {
 	OUT=$1
 	j event exec-session adopt "$FIRST_SID" --json   # k-old: deliverable again, not exported
+	j event exec-reconcile --json --dry-run --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --export-evidence "$OUT/evidence.jsonl"
+	j event exec-reconcile --json --dry-run --prune-receipts 0s
 	j event exec-reconcile --json --prune-receipts 30d
 	j event exec-reconcile --json --output-cap 0
 	exec-run cancel s2 --session "$WORKLOAD_SID" >/dev/null

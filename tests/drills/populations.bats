@@ -106,8 +106,13 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	exec-run supervise --budget-ms 1000 f2 >/dev/null       # retained...
 	open_session                                            # ...and orphaned by a new session
 	[ "$(val "SELECT count(*) FROM results")" = 2 ]         # witness
-	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl"
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/kept.jsonl"
+	assert_success                                          # f2 could still be adopted: kept back
+	assert_line --partial "kept back 1 results that adoption could still deliver"
+	[ "$(val "SELECT run_id FROM results")" = f2 ]
+	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" --include-adoptable
 	assert_success
+	cat "$BATS_TEST_TMPDIR/kept.jsonl" >>"$BATS_TEST_TMPDIR/evidence.jsonl"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/evidence.jsonl")" = 2 ]
 	grep -q '"run_id":"f1"' "$BATS_TEST_TMPDIR/evidence.jsonl"
 	grep -q '"run_id":"f2"' "$BATS_TEST_TMPDIR/evidence.jsonl"

@@ -1,0 +1,41 @@
+/*
+ * counters — the figures behind the dashboards' rates and alerts
+ * (metrics.h writes them): counters that only go up
+ * (schema/011_counters.sql keeps them by triggers, in the transactions of
+ * the changes they count), the session's liveness, and the ages of the
+ * oldest retained results, refused apart.
+ */
+#ifndef EK_COUNTERS_H
+#define EK_COUNTERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "state.h"
+
+/* The counters without a label, in the order of counter_names. */
+enum counter { C_ACCEPTED, C_STARTED, C_DELIVERED, C_REFUSED, C_ATTEMPTS, C_PASSES, C_COUNT };
+
+/* The outcomes a run finishes with: a result's outcome, or unknown. */
+enum { C_OUTCOMES = 6 };
+extern const char *const counter_outcomes[C_OUTCOMES];
+
+struct counters {
+	int64_t total[C_COUNT];
+	int64_t finished[C_OUTCOMES];   /* by counter_outcomes */
+	bool session_up;                /* a current session is recorded */
+	int64_t last_good_ms;           /* last good heartbeat (or the open) of the
+	                                 * current session, else of the latest
+	                                 * session; 0 when there never was one */
+	int64_t oldest_unrefused_ms;    /* chosen_at of the oldest retained result
+	                                 * not refused; 0 when none */
+	int64_t oldest_refused_ms;      /* the same for refused ones */
+};
+
+/* Read them, in the caller's read transaction.  0 or -1. */
+int counters_read(struct state *st, struct counters *c, struct ek_err *e);
+
+/* Add n reconcile passes (one write transaction).  0 or -1. */
+int counters_add_passes(struct state *st, int64_t n, struct ek_err *e);
+
+#endif
