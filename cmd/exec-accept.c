@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "binding.h"
@@ -26,9 +27,11 @@
 #include "client.h"
 #include "crash.h"
 #include "jsonout.h"
+#include "progress.h"
 #include "runs.h"
 #include "state.h"
 #include "text.h"
+#include "timefmt.h"
 
 static const char PROG[] = "exec-accept";
 
@@ -269,7 +272,9 @@ struct input {
 	char buf[65536];
 	size_t pos, len;
 	bool eof;
-	int err;   /* errno of a failed read */
+	int err;         /* errno of a failed read */
+	int64_t read;    /* bytes read so far */
+	int64_t size;    /* of standard input when it is a regular file, else -1 */
 };
 
 static inline int
@@ -289,6 +294,7 @@ input_getc(struct input *in)
 				in->eof = true;
 			return EOF;
 		}
+		in->read += n;
 		in->pos = 0;
 		in->len = (size_t)n;
 	}
@@ -355,6 +361,28 @@ read_chunk(struct batch *b, struct input *in, char *buf, struct ek_err *e)
 	return rc;
 }
 
+/* The size of standard input if it is a regular file (then the progress
+ * line has an ETA), else -1. */
+static int64_t
+input_size(void)
+{
+	struct stat sb;
+
+	return fstat(STDIN_FILENO, &sb) == 0 && S_ISREG(sb.st_mode) ? (int64_t)sb.st_size : -1;
+}
+
+static void
+show_progress(const struct batch *b, const struct input *in, struct progress *pg)
+{
+	int64_t used = in->read - (int64_t)(in->len - in->pos);
+	char extra[96], dup[48];
+
+	snprintf(extra, sizeof extra, "%s, %ld rejected",
+	    timefmt_plural(b->duplicates, "duplicate", dup, sizeof dup), b->rejected);
+	progress_show(pg, b->accepted, "accepted", in->size > 0 ? (double)used / (double)in->size : -1,
+	    extra, false);
+}
+
 static int
 accept_stdin(struct batch *b, const struct session *s, struct ek_err *e)
 {
@@ -362,12 +390,20 @@ accept_stdin(struct batch *b, const struct session *s, struct ek_err *e)
 	struct input *in = calloc(1, sizeof *in);
 	int rc = 0;
 
+	struct progress pg;
+
 	if (!buf || !in)
 		rc = ek_fail(e, EK_OSERR, "out of memory");
+	progress_begin(&pg, PROG);
+	if (in)
+		in->size = input_size();
 	while (rc == 0 && !in->eof) {
 		if ((rc = read_chunk(b, in, buf, e)) == 0 && b->chunk->n > 0)
 			rc = write_chunk(b, s, e);
+		if (rc == 0)
+			show_progress(b, in, &pg);
 	}
+	progress_end(&pg);
 	chunk_clear(b->chunk);
 	free(in);
 	free(buf);

@@ -25,6 +25,7 @@
 #include "inspect.h"
 #include "jsonout.h"
 #include "output.h"
+#include "progress.h"
 #include "runs.h"
 #include "state.h"
 #include "text.h"
@@ -138,19 +139,26 @@ select_batch(struct state *st, const struct binding *b, int max, struct pass *p,
 	return 0;
 }
 
-/* The drain's progress line on a terminal: totals so far, and what is left. */
+/* The drain's progress line on a terminal: totals so far, the rate, and
+ * what is left (with an ETA from it). */
 static void
-show_progress(struct state *st, const struct binding *b, int passes, int delivered,
-    int refused, int waiting)
+show_progress(struct state *st, const struct binding *b, struct progress *pg, int passes,
+    int delivered, int refused, int waiting)
 {
 	struct ek_err e = { 0 };
-	int64_t left;
+	int64_t left = -1, done = delivered + refused;
+	char extra[128];
 
-	fprintf(stderr, "\r%s: pass %d: %d delivered, %d refused, %d waiting", PROG, passes,
-	    delivered, refused, waiting);
-	if (result_count_deliverable_by(st, b, &left, &e) == 0)
-		fprintf(stderr, ", %lld left", (long long)left);
-	fputc(' ', stderr);
+	if (!pg->on)
+		return;
+	if (result_count_deliverable_by(st, b, &left, &e) < 0)
+		left = -1;
+	snprintf(extra, sizeof extra, "%d refused, %d waiting, pass %d", refused, waiting, passes);
+	if (left >= 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", %lld left",
+		    (long long)left);
+	progress_show(pg, delivered, "delivered", left >= 0 && done + left > 0 ?
+	    (double)done / (double)(done + left) : -1, extra, true);
 }
 
 static void
@@ -213,9 +221,12 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 	struct pass p;
 	struct session s;
 	int passes = 0, worked = 0, delivered = 0, refused = 0;
+	struct progress pg;
 
 	if (session_require(st, NULL, &s, e) < 0)
 		return -1;
+	progress_begin(&pg, PROG);
+	pg.on = pg.on && o->drain;
 	do {
 		memset(&p, 0, sizeof p);
 		if (run_pass(st, o, &s.b, deadline, &p, e) < 0)
@@ -228,12 +239,10 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 			json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "event", "reconcile_pass",
 			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
 			    "waiting", p.waiting, "session_over", p.session_over));
-		if (o->drain && isatty(STDERR_FILENO))
-			show_progress(st, &s.b, passes, delivered, refused, p.waiting);
+		show_progress(st, &s.b, &pg, passes, delivered, refused, p.waiting);
 	} while (o->drain && !p.session_over && p.n == o->max && p.delivered + p.refused > 0 &&
 	    mono_ms() < deadline);
-	if (o->drain && isatty(STDERR_FILENO))
-		fputc('\n', stderr);
+	progress_end(&pg);
 	count_passes(st, worked);
 	if (!o->json)
 		printf("%d delivered, %d refused, %d waiting in %d pass%s\n", delivered, refused,

@@ -30,6 +30,22 @@ many_specs() {
 	assert_output --partial "exec-accept: 1001 accepted, 0 duplicates, 0 rejected"
 }
 
+@test "exec-accept: a batch from a file shows its rate and an ETA on a terminal while it runs" {
+	start_dispatcher
+	open_session
+	many_specs
+	# the first chunk (1000 of 1001 lines) is drawn at once, with what is
+	# left of the file as the ETA's base
+	on_tty "exec-accept <'$BATS_TEST_TMPDIR/runs' >/dev/null"
+	assert_success
+	assert_output --regexp "exec-accept: 1000 accepted, [0-9]+/s, ETA [0-9]+[a-z]+[0-9]*[a-z]*, 0 duplicates, 0 rejected"
+	# from a pipe the whole is unknown: a rate, no ETA
+	on_tty "cat '$BATS_TEST_TMPDIR/runs' | exec-accept --state-dir '$EXEC_STATE_DIR' >/dev/null"
+	assert_success
+	assert_output --regexp "exec-accept: [0-9]+ accepted(, [0-9]+/s)?, [0-9]+ duplicates?, 0 rejected"
+	refute_output --partial "ETA"
+}
+
 @test "exec-accept: nothing on stderr when it is not a terminal" {
 	start_dispatcher
 	open_session
@@ -55,9 +71,10 @@ deliverable_results() {
 	deliverable_results
 	on_tty "exec-reconcile --drain --max 1 >/dev/null"
 	assert_success
-	# totals since the drain began, and what is left to deliver
-	assert_output --partial "exec-reconcile: pass 1: 1 delivered, 0 refused, 0 waiting, 2 left"
-	assert_output --partial "exec-reconcile: pass 3: 3 delivered, 0 refused, 0 waiting, 0 left"
+	# totals since the drain began, the rate, an ETA while something is
+	# left, and what is left to deliver
+	assert_output --regexp "exec-reconcile: 1 delivered(, [0-9]+/s, ETA [0-9]+[a-z]+[0-9]*[a-z]*)?, 0 refused, 0 waiting, pass 1, 2 left"
+	assert_output --regexp "exec-reconcile: 3 delivered(, [0-9]+/s)?, 0 refused, 0 waiting, pass 3, 0 left"
 	[ "$(exec-inspect list retained --ids | wc -l)" -eq 0 ]
 }
 
