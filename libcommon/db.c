@@ -191,6 +191,14 @@ db_begin_write(struct db *db, struct ek_err *e)
 }
 
 int
+db_begin_read(struct db *db, struct ek_err *e)
+{
+	if (db->in_write)
+		return ek_fail(e, EK_SOFTWARE, "%s: a read inside a write transaction", db->path);
+	return db_exec(db, "BEGIN DEFERRED", e);
+}
+
+int
 db_commit(struct db *db, struct ek_err *e)
 {
 	int rc;

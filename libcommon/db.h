@@ -82,6 +82,10 @@ int db_begin_write(struct db *db, struct ek_err *e);
 int db_commit(struct db *db, struct ek_err *e);
 void db_rollback(struct db *db);
 
+/* A read transaction: one snapshot for several statements, taking no
+ * write lock; ended by db_rollback() (a reader has nothing to commit). */
+int db_begin_read(struct db *db, struct ek_err *e);
+
 /* Set how long statements wait for another connection's lock (ms; at
  * least 1): a caller bounded by its own timeout lowers it, then puts back
  * DB_BUSY_TIMEOUT_MS. */

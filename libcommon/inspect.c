@@ -171,19 +171,6 @@ inspect_release(int fd)
 		close(fd);
 }
 
-/* A read transaction: a snapshot for several statements, never committed. */
-static int
-begin_read(struct state *st, struct ek_err *e)
-{
-	return db_exec(&st->db, "BEGIN DEFERRED", e);
-}
-
-static void
-end_read(struct state *st)
-{
-	db_rollback(&st->db);
-}
-
 /* --- the lookup ------------------------------------------------------------ */
 
 /* Copy text column col into buf (n bytes); EK_DATAERR if it does not fit. */
@@ -366,10 +353,10 @@ inspect_lookup(struct state *st, const char *sid, const char *run_id,
 		return ek_fail(e, EK_DATAERR, "malformed run id: a run id is 1 to %d bytes of "
 		    "[A-Za-z0-9._:-]", RUN_ID_MAX);
 	snprintf(f->run_id, sizeof f->run_id, "%s", run_id);
-	if (begin_read(st, e) < 0)
+	if (db_begin_read(&st->db, e) < 0)
 		return -1;
 	rc = lookup_snapshot(st, sid, f, &newest, &read_err);
-	end_read(st);
+	db_rollback(&st->db);
 	/* After the read: a shutdown that began meanwhile withholds the answer. */
 	if (newest >= 0 && check_shutdown(st, newest, e) < 0)
 		return -1;
@@ -584,15 +571,15 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
 	sqlite3_stmt *q;
 	int i, rc;
 
-	if ((i = kind_index(kind, e)) < 0 || begin_read(st, e) < 0)
+	if ((i = kind_index(kind, e)) < 0 || db_begin_read(&st->db, e) < 0)
 		return -1;
 	if (!(q = db_prep(&st->db, list_sql[i], e))) {
-		end_read(st);
+		db_rollback(&st->db);
 		return -1;
 	}
 	rc = list_rows(st, q, f, list_time[i], fn, arg, e);
 	db_done(&st->db, q);
-	end_read(st);
+	db_rollback(&st->db);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -741,9 +728,9 @@ inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *
 	*out = NULL;
 	if (!o)
 		return ek_fail(e, EK_OSERR, "out of memory");
-	if ((rc = begin_read(st, e)) == 0)
+	if ((rc = db_begin_read(&st->db, e)) == 0)
 		rc = show_snapshot(st, run_id, o, e);
-	end_read(st);
+	db_rollback(&st->db);
 	for (i = 0; rc == 0 && i < sizeof keys / sizeof keys[0]; i++)
 		if (json_is_object(json_object_get(o, keys[i])))
 			break;
@@ -765,13 +752,13 @@ inspect_figures(struct state *st, struct inspect_figures *f, struct ek_err *e)
 	int rc;
 
 	memset(f, 0, sizeof *f);
-	if (begin_read(st, e) < 0)
+	if (db_begin_read(&st->db, e) < 0)
 		return -1;
 	f->read_at_ms = now_ms();
 	rc = summary_read(st, &f->s, e);
 	if (rc == 0)
 		rc = counters_read(st, &f->c, e);
-	end_read(st);
+	db_rollback(&st->db);
 	if (rc == 0 && (rc = output_usage(st, &u, e)) == 0) {
 		f->output_files = u.files;
 		f->output_bytes = u.bytes;
