@@ -378,7 +378,7 @@ show_progress(const struct batch *b, const struct input *in, struct progress *pg
 	char extra[96], dup[48];
 
 	snprintf(extra, sizeof extra, "%s, %ld rejected",
-	    timefmt_plural(b->duplicates, "duplicate", dup, sizeof dup), b->rejected);
+	    cli_plural(dup, sizeof dup, b->duplicates, "duplicate"), b->rejected);
 	progress_show(pg, b->accepted, "accepted", in->size > 0 ? (double)used / (double)in->size : -1,
 	    extra, false);
 }

@@ -379,7 +379,7 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 		return 0;
 	}
 	summary_print(stdout, s);
-	printf("output: %s, %lld bytes\n", timefmt_plural(f.output_files, "file", w, sizeof w),
+	printf("output: %s, %lld bytes\n", cli_plural(w, sizeof w, f.output_files, "file"),
 	    (long long)f.output_bytes);
 	if (s->oldest_unreconciled_ms)
 		printf("oldest unreconciled result: chosen %s, %s ago\n",

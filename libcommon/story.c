@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "story.h"
 #include "table.h"
 #include "text.h"
@@ -170,7 +171,7 @@ delivery_text(json_t *o, json_t *story, char *buf, size_t n)
 		snprintf(buf, n, "-");
 		return;
 	}
-	snprintf(buf, n, "%s", timefmt_plural(json_integer_value(att), "attempt", word, sizeof word));
+	snprintf(buf, n, "%s", cli_plural(word, sizeof word, json_integer_value(att), "attempt"));
 	used = strlen(buf);
 	if (json_is_integer(json_object_get(story, "record_id")))
 		snprintf(buf + used, n - used, ", dispatcher record %" JSON_INTEGER_FORMAT

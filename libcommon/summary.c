@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "binding.h"
 #include "handback.h"
 #include "summary.h"
@@ -89,17 +90,17 @@ summary_print(FILE *f, const struct summary *s)
 {
 	char a[48], b[48];
 
-	fprintf(f, "queued: %s of the current session\n", timefmt_plural(s->queued, "run", a, sizeof a));
-	fprintf(f, "running: %s of the current session\n", timefmt_plural(s->started, "run", a, sizeof a));
+	fprintf(f, "queued: %s of the current session\n", cli_plural(a, sizeof a, s->queued, "run"));
+	fprintf(f, "running: %s of the current session\n", cli_plural(a, sizeof a, s->started, "run"));
 	fprintf(f, "quarantined: %s of other sessions (%lld queued, %lld started)\n",
-	    timefmt_plural(s->quarantined, "run", a, sizeof a), (long long)s->quarantined_queued,
+	    cli_plural(a, sizeof a, s->quarantined, "run"), (long long)s->quarantined_queued,
 	    (long long)s->quarantined_started);
-	fprintf(f, "unknown: %s\n", timefmt_plural(s->unknown, "run", a, sizeof a));
+	fprintf(f, "unknown: %s\n", cli_plural(a, sizeof a, s->unknown, "run"));
 	fprintf(f, "unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, "
 	    "refused %lld; %s so far)\n", (long long)(s->deliverable + s->earlier_session + s->refused),
 	    (long long)s->deliverable, (long long)s->earlier_session, (long long)s->refused,
-	    timefmt_plural(s->attempts, "delivery attempt", b, sizeof b));
+	    cli_plural(b, sizeof b, s->attempts, "delivery attempt"));
 	fprintf(f, "receipts: %lld\n", (long long)s->receipts);
 	fprintf(f, "handed back: %s (%lld more marked, not acknowledged yet)\n",
-	    timefmt_plural(s->handed_back, "run", a, sizeof a), (long long)s->handing_back);
+	    cli_plural(a, sizeof a, s->handed_back, "run"), (long long)s->handing_back);
 }

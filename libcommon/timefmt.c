@@ -69,10 +69,3 @@ timefmt_parse_age(const char *s, int64_t *ms)
 	*ms = v * mult;
 	return 0;
 }
-
-const char *
-timefmt_plural(int64_t n, const char *noun, char *buf, size_t size)
-{
-	snprintf(buf, size, "%lld %s%s", (long long)n, noun, n == 1 ? "" : "s");
-	return buf;
-}

@@ -26,7 +26,4 @@ char *timefmt_elapsed(char *buf, size_t n, int64_t ms);
  * exec-reconcile --prune-receipts: a bare "30" is refused.  0 or -1. */
 int timefmt_parse_age(const char *s, int64_t *ms);
 
-/* "1 run" / "2 runs": noun, with an "s" unless n is 1. */
-const char *timefmt_plural(int64_t n, const char *noun, char *buf, size_t size);
-
 #endif
