@@ -271,17 +271,19 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 
 	outcome_describe(end, r->program, r->timeout_ms, &outcome, &code, msg, sizeof msg);
 	db_wait_begin(&st->db, &w);
-	while (result_choose(st, r->run_id, &r->b, outcome, code,
+	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
 	    msg, &won, e) < 0)
 		if (!wait_to_retry(st, &w, r->run_id, "result", e))
 			return -1;
+	if (run_commits(st, RUN_LAZY, e) < 0)   /* until the row delete syncs them */
+		ek_clear(e);
 	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
 		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
 		undelivered = *e;
 	db_wait_begin(&st->db, &w);
-	while (run_delete(st, r->run_id, e) < 0)
+	while (run_commits(st, RUN_DURABLE, e) < 0 || run_delete(st, r->run_id, e) < 0)
 		if (!wait_to_retry(st, &w, r->run_id, "deleting the execution row", e))
 			return -1;
 	crash_point("after-report");
@@ -345,6 +347,8 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	say_isolation(&iso, o->run_id);
 	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
 		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
+	/* Its commits are in the WAL, synced: closing need not checkpoint. */
+	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), e);
 	if (rc == 0)
 		rc = not_startable(st, &r, e);
@@ -357,6 +361,10 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	if (rc > 0) {
 		crash_point("start-marker");
+		/* Nothing before the chosen result need outlive a power loss,
+		 * which takes the guest with it (lifecycle.h). */
+		if (run_commits(st, RUN_LAZY, e) < 0)
+			ek_clear(e);   /* stays durable: slower, as safe */
 		/* The limits file, before the guest: a guest never runs without the
 		 * limits it was started under (nor without the view of them it is
 		 * given, isolate.h).  If it cannot be written, the guest is not run

@@ -79,6 +79,15 @@ int run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64
 /* Record the guest's pid (commit point after-spawn). */
 int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e);
 
+/* How the supervisor's next commits are written (outside a transaction):
+ * RUN_DURABLE (synchronous=FULL: synced before the commit returns) or
+ * RUN_LAZY (synchronous=NORMAL: in WAL mode just as atomic and kept when
+ * the process is killed, synced by the next durable commit).  A power
+ * loss keeps a prefix of the commits, so only the commits SPEC 3 orders
+ * before an outside effect need be durable (lifecycle.h). */
+enum run_commits { RUN_DURABLE, RUN_LAZY };
+int run_commits(struct state *st, enum run_commits how, struct ek_err *e);
+
 /* Delete the execution row of a run that has a result. */
 int run_delete(struct state *st, const char *run_id, struct ek_err *e);
 
