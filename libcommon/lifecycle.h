@@ -25,6 +25,8 @@
  *   (none)      queued      acceptor_add()          accept-before-commit / accept-after-commit
  *                                                   (exec-accept: once per chunk of runs)
  *   queued      started     run_mark_started()      start-marker (shares joined in the same commit)
+ *   queued      started     chain_next()            start-marker (a chaining supervisor's next run:
+ *                                                   chosen, slot-bounded and marked in one commit)
  *   started     started     run_set_guest()         after-spawn
  *   started     result      result_choose()         result-chosen / retained
  *   queued      result      result_choose()         (cancel before start)
