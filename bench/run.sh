@@ -400,11 +400,11 @@ stop_loop() {   # LOG: TERM exec-loop, wait for its drain (at most 10 s), check 
 peer_xargs() { seq "$LOOP_N" | xargs -P4 -n1 /bin/true; }
 peer_parallel() { seq "$LOOP_N" | parallel --will-cite -j4 -N0 /bin/true; }
 peer_tsp() {   # a private server with 4 slots; enqueue from bash, wait for all
-	local i last=
+	local i
 	export TS_SOCKET=$tsp_sock TMPDIR=$d/tsp.tmp
 	tsp -C
-	for ((i = 0; i < LOOP_N; i++)); do last=$(tsp -n /bin/true); done
-	tsp -w "$last" || true
+	for ((i = 0; i < LOOP_N; i++)); do tsp -n /bin/true >/dev/null; done
+	tsp -w >/dev/null 2>&1 || true   # the last job; then until none is left
 	for ((i = 0; i < 1000; i++)); do
 		tsp -l | grep -qE ' (running|queued) ' || break
 		nap 0.01
