@@ -367,6 +367,23 @@ load helpers
 	[ "$(sql "SELECT count(*) FROM runs WHERE state='started'")" = 2 ]
 }
 
+@test "a supervisor syncs the state three times per run: start marker, result, row delete" {
+	command -v strace >/dev/null || skip "no strace"
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec y1)" "$(spec y2)" "$(spec y3)"
+	# the first two fill and checkpoint the WAL, as any start does; the
+	# third meets a WAL that needs neither a checkpoint nor a new header
+	exec-run supervise y1 >/dev/null
+	exec-run supervise y2 >/dev/null
+	# (LeakSanitizer cannot work under ptrace: leaks are checked elsewhere)
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+		strace -f -y -e trace=fdatasync,fsync -o "$BATS_TEST_TMPDIR/trace" exec-run supervise y3 >/dev/null
+	run grep -cE 'sync\([0-9]+<[^>]*/state\.db(-wal)?>' "$BATS_TEST_TMPDIR/trace"
+	assert_output 3
+	[ "$(disp_charges y3)" = 1 ]
+}
+
 @test "start --chain: one supervisor runs the due runs one after another" {
 	start_dispatcher
 	open_session
