@@ -130,10 +130,16 @@ struct opts {
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t run_token;   /* the run supervised now (chain_token) */
 
+/* A cancel names its run (sigqueue): one for a run this supervisor has
+ * finished must not end the next run of its chain. */
 static void
-on_stop(int sig)
+on_stop(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
+	if (sig == SIGUSR1 && si->si_code == SI_QUEUE && si->si_value.sival_int != run_token)
+		return;
 	stop_signal = sig;
 }
 
@@ -144,7 +150,8 @@ catch_stop_signals(void)
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
+	sa.sa_sigaction = on_stop;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -374,6 +381,7 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
 	/* Its commits are in the WAL, synced: closing need not checkpoint. */
 	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	chain_hold_cancels(true);
 	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), slots, e);
 	if (rc == 0)
 		rc = chain_refusal(st, &r, e);
@@ -386,8 +394,12 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	b = r.b;
 	while (rc > 0) {
+		run_token = chain_token(r.started_at);
+		chain_hold_cancels(false);
 		rc = supervise_started(st, o, &iso, &r, e);
 		run_free(&r);
+		chain_hold_cancels(true);
+		run_token = 0;
 		if (rc == 0 && o->chain && !stop_signal)
 			rc = chain_next(st, &b, slots, getpid(), proc_start_time(getpid()), &r, e);
 	}
@@ -620,8 +632,8 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 		if (rc == 0)
 			rc = cancel_queued(st, o, &r, e);
 	} else {
-		if (v == CANCEL_SIGNAL)
-			kill(r.sup_pid, SIGUSR1);   /* the supervisor ends the guest and reports */
+		if (v == CANCEL_SIGNAL)   /* the supervisor ends the guest and reports */
+			sigqueue(r.sup_pid, SIGUSR1, (union sigval){ .sival_int = chain_token(r.started_at) });
 		rc = print_cancel(o, &r, v, e);
 	}
 	run_free(&r);

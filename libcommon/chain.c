@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -83,6 +84,22 @@ chain_stop(struct state *st, bool stop, struct ek_err *e)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+int
+chain_token(int64_t started_at)
+{
+	return (int)(started_at & 0x3fffffff) + 1;
+}
+
+void
+chain_hold_cancels(bool hold)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
 }
 
 int

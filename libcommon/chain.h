@@ -25,6 +25,15 @@
 int chain_next(struct state *st, const struct binding *b, int slots, pid_t sup_pid,
     int64_t sup_start, struct run *next, struct ek_err *e);
 
+/* A started run's name in a cancel signal (sigqueue's value), so that a
+ * cancel of a run this supervisor already finished is not taken for one
+ * of the next run of its chain: never 0. */
+int chain_token(int64_t started_at);
+
+/* Hold (true) or deliver (false) SIGUSR1, the cancel, while the run it
+ * would name changes. */
+void chain_hold_cancels(bool hold);
+
 /* Why run r could not be marked started by this session, as an error
  * (always -1): EK_NOSESSION when it is quarantined, else EK_TEMPFAIL. */
 int chain_refusal(struct state *st, const struct run *r, struct ek_err *e);

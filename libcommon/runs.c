@@ -444,7 +444,7 @@ run_free(struct run *r)
 }
 
 int
-run_mark_started_in(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
     int slots, struct ek_err *e)
 {
 	char marker[96];
@@ -477,11 +477,13 @@ run_mark_started_in(struct state *st, const struct run *r, pid_t sup_pid, int64_
 	 * is always a member, and only the supervisor that started it joins. */
 	if ((changes = sqlite3_changes(st->db.h)) > 0 && shares_join_in(st, r->run_id, r->policy, e) < 0)
 		return -1;
+	if (changes > 0)
+		r->started_at = now;
 	return changes;
 }
 
 int
-run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+run_mark_started(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
     int slots, struct ek_err *e)
 {
 	int changes;

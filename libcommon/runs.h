@@ -71,14 +71,14 @@ void run_free(struct run *r);
 
 /* queued → started for r under its binding, only if that binding is
  * current and the run is not cancelled, with r's share memberships joined
- * in the same transaction: 1 done, 0 not startable (or slots > 0 runs of
+ * in the same transaction (r->started_at set): 1 done, 0 not startable (or slots > 0 runs of
  * its session already started), -1 error (nothing changed).  The
  * start-marker commit point. */
-int run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+int run_mark_started(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
     int slots, struct ek_err *e);
 /* The same in the caller's write transaction (0 or 1 changes, -1 error).
  * slots > 0: only while fewer than slots runs of the binding are started. */
-int run_mark_started_in(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
+int run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
     int slots, struct ek_err *e);
 
 /* Record the guest's pid (commit point after-spawn). */
