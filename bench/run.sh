@@ -75,14 +75,18 @@ die() { echo "bench: $*" >&2; exit 1; }
 
 # --- what we need ---------------------------------------------------------
 missing=()
-for t in cc pkg-config sqlite3 curl tsp strace /usr/bin/time awk; do
+for t in cc pkg-config sqlite3 curl strace /usr/bin/time awk; do
 	command -v "$t" >/dev/null 2>&1 || missing+=("$t")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "bench: missing: ${missing[*]}" >&2
-	echo "bench: on Debian: apt-get install gcc pkg-config libsqlite3-dev libcurl4-openssl-dev sqlite3 curl task-spooler strace time" >&2
+	echo "bench: on Debian: apt-get install gcc pkg-config libsqlite3-dev libcurl4-openssl-dev sqlite3 curl strace time" >&2
 	exit 69
 fi
+# The peers a row compares with: a row whose peer is not installed is
+# skipped, and said so (Debian: task-spooler, parallel).
+have() { command -v "$1" >/dev/null 2>&1; }
+skip() { echo "bench: $1 is not installed: skipping the row \"$2\"" >&2; row "$2" "-" "(not installed)" "-" "-"; }
 for t in exec-accept exec-session exec-dispatcher exec-inspect exec-run exec-reconcile; do
 	[ -x "$B/$t" ] || die "$B/$t not found: build first (scripts/build.sh) or set EXECKIT_BUILDDIR"
 done
@@ -225,12 +229,12 @@ bench_accept_one() {
 	# Warm-up (also starts the tsp server), then interleaved rounds.
 	spawn_us -i "$line" -o 0 1 -- "$B/exec-accept" --state-dir "$d/state" >/dev/null
 	spawn_us -i "$line" -o 0 1 -- "$bin/floor_insert" "$d/floor.db" >/dev/null
-	spawn_us 1 -- "${tsp[@]}" >/dev/null
+	if have tsp; then spawn_us 1 -- "${tsp[@]}" >/dev/null; fi
 	for ((r = 1; r <= ROUNDS; r++)); do
 		off=$((r * 1000000))
 		spawn_us -i "$line" -o "$off" "$ACCEPT_N" -- "$B/exec-accept" --state-dir "$d/state" >>"$d/ours"
 		spawn_us -i "$line" "$ACCEPT_N" -- /bin/true >>"$d/true"
-		spawn_us "$ACCEPT_N" -- "${tsp[@]}" >>"$d/tsp.us"
+		if have tsp; then spawn_us "$ACCEPT_N" -- "${tsp[@]}" >>"$d/tsp.us"; else echo 1 >>"$d/tsp.us"; fi
 		spawn_us -i "$line" -o "$off" "$ACCEPT_N" -- "$bin/floor_insert" "$d/floor.db" >>"$d/floor"
 	done
 	TS_SOCKET=$tsp_sock tsp -K >/dev/null 2>&1 || true
@@ -238,8 +242,12 @@ bench_accept_one() {
 	for f in ours true tsp.us floor; do median "$d/$f" >"$d/$f.med"; done
 	row "accept-one vs /bin/true" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/true.med")")" \
 		"$(ratio "$(<"$d/ours.med")" "$(<"$d/true.med")")" "<= 4x"
-	row "accept-one vs tsp enqueue" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/tsp.us.med")")" \
-		"$(ratio "$(<"$d/ours.med")" "$(<"$d/tsp.us.med")")" "<= 1.0x"
+	if have tsp; then
+		row "accept-one vs tsp enqueue" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/tsp.us.med")")" \
+			"$(ratio "$(<"$d/ours.med")" "$(<"$d/tsp.us.med")")" "<= 1.0x"
+	else
+		skip tsp "accept-one vs tsp enqueue"
+	fi
 	row "accept-one vs floor_insert ($floor_link)" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/floor.med")")" \
 		"$(ratio "$(<"$d/ours.med")" "$(<"$d/floor.med")")" "-"
 	# Syncs of one invocation each, on states already warm.
@@ -353,51 +361,159 @@ SQL
 }
 
 # --- 4. loop-e2e --------------------------------------------------------------------
-bench_loop_e2e() {
-	local d=$work/loop-e2e r base i t0 t1 rc
-	mkdir -p "$d"
-	start_dispatcher "$d"
+# rate FILE T0 T1: LOOP_N runs in T1 - T0 seconds, as runs/s, appended to FILE.
+rate() { calc '%.1f\n' "$LOOP_N / ($3 - $2)" >>"$1"; }
+
+# One round of exec-loop (from its start, session open included, until the
+# dispatcher has recorded all N results) into $d/ours.
+loop_round() {   # ROUND
+	local r=$1 i t0 t1 rc
+	poll_finished || die "GET /admin/summary failed"
+	base=$finished
+	submit_runs "loop$r" "$LOOP_N"
+	t0=$EPOCHREALTIME
+	PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r" "$top/cmd/exec-loop" --dispatcher "$url" \
+		--slots 4 --tick 0.05 2>"$d/loop-$r.log" &
+	loop_pid=$!
+	for ((i = 0; i < LOOP_TIMEOUT * 50; i++)); do
+		poll_finished || die "GET /admin/summary failed"
+		[ "$finished" -ge $((base + LOOP_N)) ] && break
+		kill -0 "$loop_pid" 2>/dev/null || die "exec-loop ended early (see $d/loop-$r.log)"
+		nap 0.02
+	done
+	t1=$EPOCHREALTIME
+	[ "$finished" -ge $((base + LOOP_N)) ] || die "exec-loop did not finish $LOOP_N runs in ${LOOP_TIMEOUT}s"
+	stop_loop "$d/loop-$r.log"
+	rate "$d/ours" "$t0" "$t1"
+}
+
+stop_loop() {   # LOG: TERM exec-loop, wait for its drain (at most 10 s), check its status
+	local i rc=0
+	kill -TERM "$loop_pid"
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$loop_pid" 2>/dev/null || break
+		nap 0.05
+	done
+	kill -KILL "$loop_pid" 2>/dev/null || true
+	wait "$loop_pid" || rc=$?
+	loop_pid=
+	[ "$rc" -eq 0 ] || die "exec-loop exited $rc (see $1)"
+}
+
+# The peers, on the same N x /bin/true with 4 at once, nothing durable.
+peer_xargs() { seq "$LOOP_N" | xargs -P4 -n1 /bin/true; }
+peer_parallel() { seq "$LOOP_N" | parallel --will-cite -j4 -N0 /bin/true; }
+peer_tsp() {   # a private server with 4 slots; enqueue from bash, wait for all
+	local i
+	export TS_SOCKET=$tsp_sock TMPDIR=$d/tsp.tmp
+	tsp -C
+	for ((i = 0; i < LOOP_N; i++)); do tsp -n /bin/true >/dev/null; done
+	tsp -w >/dev/null 2>&1 || true   # the last job; then until none is left
+	for ((i = 0; i < 1000; i++)); do
+		tsp -l | grep -qE ' (running|queued) ' || break
+		nap 0.01
+	done
+	unset TS_SOCKET TMPDIR
+}
+
+peer_round() {   # NAME COMMAND TOOL
+	local t0
+	if ! have "$3"; then return 0; fi
+	t0=$EPOCHREALTIME
+	"$2" || die "$1 failed"
+	rate "$d/$1" "$t0" "$EPOCHREALTIME"
+}
+
+# Syncs of the supervisor path per run: N runs started at once by one
+# exec-run start, every supervisor followed by strace -f; the fdatasync and
+# fsync calls on the state database and its WAL, and on any file.
+loop_syncs() {
+	local n=20 s=$d/strace
+	mkdir -p "$s"
+	open_session "$s/state"
+	submit_runs strace "$n"
+	EXEC_STATE_DIR=$s/state "$B/exec-accept" --from-dispatcher --prefetch "$n" >/dev/null ||
+		die "exec-accept for the strace runs failed"
+	EXEC_STATE_DIR=$s/state strace -f -y -e trace=fdatasync,fsync -o "$s/trace" \
+		"$B/exec-run" start --confirmed --slots "$n" >/dev/null || die "exec-run start under strace failed"
+	db_syncs=$(calc '%.2f' "$(grep -cE 'sync\([0-9]+<[^>]*/state\.db(-wal)?>' "$s/trace") / $n")
+	all_syncs=$(calc '%.2f' "$(grep -cE 'sync\(' "$s/trace") / $n")
+}
+
+# Latency of an idle loop: one run submitted (program /bin/sleep 0.3, so
+# its row is still there to read), from the submit to its start marker
+# (runs.started_at), median of BENCH_ROUNDS runs.
+loop_latency() {
+	local s=$d/latency r i t0 at db
+	mkdir -p "$s"
+	db=$s/state/state.db
+	PATH="$B:$PATH" EXEC_STATE_DIR="$s/state" "$top/cmd/exec-loop" --dispatcher "$url" \
+		--slots 4 --tick 0.05 2>"$s/loop.log" &
+	loop_pid=$!
 	for ((r = 1; r <= ROUNDS; r++)); do
-		# Ours: exec-loop from its start (session open included) until the
-		# dispatcher has recorded all N results.
+		nap 0.5   # idle
 		poll_finished || die "GET /admin/summary failed"
 		base=$finished
-		submit_runs "loop$r" "$LOOP_N"
-		t0=$EPOCHREALTIME
-		PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r" "$top/cmd/exec-loop" --dispatcher "$url" \
-			--slots 4 --tick 0.05 2>"$d/loop-$r.log" &
-		loop_pid=$!
-		for ((i = 0; i < LOOP_TIMEOUT * 50; i++)); do
+		t0=${EPOCHREALTIME/./}
+		curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+			-d "{\"runs\":[{\"run_id\":\"lat-$r\",\"txn_id\":\"lat-t$r\",\"program\":\"/bin/sleep\",\"args\":[\"0.3\"]}]}" \
+			>/dev/null || die "POST /admin/runs failed"
+		at=
+		for ((i = 0; i < 1000; i++)); do
+			[ -e "$db" ] && at=$(sq "$db" "SELECT started_at FROM runs WHERE run_id = 'lat-$r' AND started_at IS NOT NULL" 2>/dev/null) || true
+			[ -z "$at" ] || break
+			nap 0.01
+		done
+		[ -n "$at" ] || die "run lat-$r did not start in 10 s (see $s/loop.log)"
+		echo $((at - 10#$t0 / 1000)) >>"$d/latency.ms"
+		for ((i = 0; i < 500; i++)); do
 			poll_finished || die "GET /admin/summary failed"
-			[ "$finished" -ge $((base + LOOP_N)) ] && break
-			kill -0 "$loop_pid" 2>/dev/null || die "exec-loop ended early (see $d/loop-$r.log)"
+			[ "$finished" -gt "$base" ] && break
 			nap 0.02
 		done
-		t1=$EPOCHREALTIME
-		[ "$finished" -ge $((base + LOOP_N)) ] || die "exec-loop did not finish $LOOP_N runs in ${LOOP_TIMEOUT}s"
-		kill -TERM "$loop_pid"
-		for ((i = 0; i < 600; i++)); do   # exec-loop drains for at most 10 s
-			kill -0 "$loop_pid" 2>/dev/null || break
-			nap 0.05
-		done
-		kill -KILL "$loop_pid" 2>/dev/null || true
-		rc=0
-		wait "$loop_pid" || rc=$?
-		loop_pid=
-		[ "$rc" -eq 0 ] || die "exec-loop exited $rc (see $d/loop-$r.log)"
-		calc '%.1f\n' "$LOOP_N / ($t1 - $t0)" >>"$d/ours"
+	done
+	stop_loop "$s/loop.log"
+}
 
+bench_loop_e2e() {
+	local d=$work/loop-e2e r base o f t p
+	mkdir -p "$d/tsp.tmp"
+	start_dispatcher "$d"
+	tsp_sock=$d/tsp.sock
+	for ((r = 1; r <= ROUNDS; r++)); do
+		loop_round "$r"
 		# Floor: the same N runs, spawned and reported by floor_post.c.
 		submit_runs "floor$r" "$LOOP_N"
 		t0=$EPOCHREALTIME
 		"$bin/floor_post" "$url" "$LOOP_N" || die "floor_post failed"
-		t1=$EPOCHREALTIME
-		calc '%.1f\n' "$LOOP_N / ($t1 - $t0)" >>"$d/floor"
+		rate "$d/floor" "$t0" "$EPOCHREALTIME"
+		peer_round xargs peer_xargs xargs
+		peer_round tsp peer_tsp tsp
+		peer_round parallel peer_parallel parallel
 	done
-	local o f
+	if have tsp; then TS_SOCKET=$tsp_sock tsp -K >/dev/null 2>&1 || true; fi
+	tsp_sock=
 	o=$(median "$d/ours")
 	f=$(median "$d/floor")
-	row "loop-e2e, $LOOP_N x /bin/true, 4 slots" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" "-"
+	row "loop-e2e, $LOOP_N x /bin/true, 4 slots: exec-loop vs floor_post" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" ">= 0.5x"
+	if have tsp; then
+		t=$(median "$d/tsp")
+		row "loop-e2e: exec-loop vs tsp -S 4" "$o runs/s" "$t runs/s" "$(ratio "$o" "$t")" ">= 1.0x"
+	else
+		skip tsp "loop-e2e: exec-loop vs tsp -S 4"
+	fi
+	for p in "xargs:xargs -P4" "tsp:tsp -S 4 (enqueue from bash)" "parallel:GNU parallel -j4"; do
+		if have "${p%%:*}"; then
+			t=$(median "$d/${p%%:*}")
+			row "loop-e2e peer: ${p#*:} vs floor_post" "$t runs/s" "$f runs/s" "$(ratio "$t" "$f")" "-"
+		else
+			skip "${p%%:*}" "loop-e2e peer: ${p#*:} vs floor_post"
+		fi
+	done
+	loop_syncs
+	row "loop-e2e: supervisor fsync+fdatasync per run, state db+WAL (all files)" "$db_syncs ($all_syncs)" "0" "-" "<= 3"
+	loop_latency
+	row "loop-e2e: idle loop (--tick 0.05), submit -> start marker" "$(median "$d/latency.ms") ms" "-" "-" "<= 50 ms"
 }
 
 # --- 5. drain ------------------------------------------------------------------------

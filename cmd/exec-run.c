@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "binding.h"
+#include "chain.h"
 #include "client.h"
 #include "cli.h"
 #include "crash.h"
@@ -58,7 +59,7 @@ static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION };
+	OPT_REQUIRE_ISOLATION, OPT_CHAIN };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -76,11 +77,12 @@ static const struct option options[] = {
 	{ "isolation", required_argument, NULL, OPT_ISOLATION },
 	{ "guest-user", required_argument, NULL, OPT_GUEST_USER },
 	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
+	{ "chain", no_argument, NULL, OPT_CHAIN },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char USAGE[] =
-	"Usage: exec-run [OPTION]... start [--slots N] [--wait]\n"
+	"Usage: exec-run [OPTION]... start [--slots N] [--wait] [--chain]\n"
 	"       exec-run [OPTION]... supervise RUN_ID\n"
 	"       exec-run [OPTION]... cancel RUN_ID --session SID\n"
 	"       exec-run [OPTION]... wait [--timeout-ms N]\n"
@@ -91,6 +93,9 @@ static const char USAGE[] =
 	"Options:\n"
 	"      --slots N          run at most N guests at once (default 4)\n"
 	"      --wait             start: stay until the started supervisors end\n"
+	"      --chain            start: each supervisor, its run reported, takes the\n"
+	"                         next due run itself, within --slots, until none is\n"
+	"                         due or 'exec-run wait' is asked (exec-loop)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
@@ -121,15 +126,21 @@ static const char USAGE[] =
 struct opts {
 	const char *state_dir, *session, *cmd, *run_id, *guest_user;
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd;
-	int json, wait, confirmed, require_isolation;
+	int json, wait, confirmed, require_isolation, chain;
 	enum isolate_mode isolation;
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t run_token;   /* the run supervised now (chain_token) */
 
+/* A cancel names its run (sigqueue): one for a run this supervisor has
+ * finished must not end the next run of its chain. */
 static void
-on_stop(int sig)
+on_stop(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
+	if (sig == SIGUSR1 && si->si_code == SI_QUEUE && si->si_value.sival_int != run_token)
+		return;
 	stop_signal = sig;
 }
 
@@ -140,7 +151,8 @@ catch_stop_signals(void)
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
+	sa.sa_sigaction = on_stop;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -272,17 +284,19 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 
 	outcome_describe(end, r->program, r->timeout_ms, &outcome, &code, msg, sizeof msg);
 	db_wait_begin(&st->db, &w);
-	while (result_choose(st, r->run_id, &r->b, outcome, code,
+	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
 	    msg, &won, e) < 0)
 		if (!wait_to_retry(st, &w, r->run_id, "result", e))
 			return -1;
+	if (run_commits(st, RUN_LAZY, e) < 0)   /* until the row delete syncs them */
+		ek_clear(e);
 	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
 		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
 		undelivered = *e;
 	db_wait_begin(&st->db, &w);
-	while (run_delete(st, r->run_id, e) < 0)
+	while (run_commits(st, RUN_DURABLE, e) < 0 || run_delete(st, r->run_id, e) < 0)
 		if (!wait_to_retry(st, &w, r->run_id, "deleting the execution row", e))
 			return -1;
 	crash_point("after-report");
@@ -296,22 +310,6 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 		return 0;
 	}
 	return print_delivery(o, r->run_id, outcome, code, &d);
-}
-
-/* Why run r cannot be started by this session, as an error. */
-static int
-not_startable(struct state *st, const struct run *r, struct ek_err *e)
-{
-	struct session cur;
-	int rc = session_current(st, &cur, e);
-
-	if (rc < 0)
-		return -1;
-	if (rc == 0 || !binding_eq(&cur.b, &r->b))
-		return ek_fail(e, EK_NOSESSION, "run '%s' belongs to session '%s', not the current "
-		    "session: it stays quarantined", r->run_id, r->b.session_id[0] ? r->b.session_id : "(empty)");
-	return ek_fail(e, EK_TEMPFAIL, "run '%s' is %s%s: not startable", r->run_id, r->state,
-	    r->cancel_at ? " and cancelled" : "");
 }
 
 /* Guests fall back to no isolation: say so once, on stderr. */
@@ -329,13 +327,49 @@ say_isolation(const struct isolate *iso, const char *run_id)
 		fprintf(stderr, "%s: %s\n", PROG, line);
 }
 
+/* The life of run r, its start marker committed: its limits, its guest,
+ * its one result. */
+static int
+supervise_started(struct state *st, const struct opts *o, const struct isolate *iso, struct run *r,
+    struct ek_err *e)
+{
+	struct guest_end end;
+	int rc;
+
+	crash_point("start-marker");
+	/* Nothing before the chosen result need outlive a power loss, which
+	 * takes the guest with it (lifecycle.h). */
+	if (run_commits(st, RUN_LAZY, e) < 0)
+		ek_clear(e);   /* stays durable: slower, as safe */
+	/* The limits file, before the guest: a guest never runs without the
+	 * limits it was started under (nor without the view of them it is
+	 * given, isolate.h).  If it cannot be written, the guest is not run
+	 * and that is the run's one result (seed 002: a failed startup fact
+	 * is not bypassed). */
+	if (isolate_view_create(st, iso, r->run_id, e) < 0 ||
+	    shares_publish_joined(st, r->run_id, r->policy, 0, NULL, e) < 0) {
+		memset(&end, 0, sizeof end);
+		end.why = GUEST_NOT_RUN;
+		snprintf(end.not_run, sizeof end.not_run, "its limits file could not be written: "
+		    "%.900s", e->msg);
+		ek_clear(e);
+		rc = 0;
+	} else {
+		rc = run_guest(st, o, iso, r, &end, e);
+	}
+	if (rc == 0)
+		rc = finish(st, o, r, &end, e);
+	isolate_view_remove(st, r->run_id);
+	return rc;
+}
+
 static int
 cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	struct guest_end end;
+	struct binding b;
 	struct isolate iso;
 	struct run r;
-	int rc;
+	int rc, slots = o->chain ? (int)o->slots : 0;
 
 	catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
@@ -346,9 +380,12 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	say_isolation(&iso, o->run_id);
 	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
 		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
-	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), e);
+	/* Its commits are in the WAL, synced: closing need not checkpoint. */
+	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	chain_hold_cancels(true);
+	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), slots, e);
 	if (rc == 0)
-		rc = not_startable(st, &r, e);
+		rc = chain_refusal(st, &r, e);
 	if (o->ready_fd >= 0) {
 		/* Tell the starter the marker is committed (if it is gone, the
 		 * write fails and we supervise anyway), then let go. */
@@ -356,27 +393,16 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 			(void)!write((int)o->ready_fd, "1", 1);
 		close((int)o->ready_fd);
 	}
-	if (rc > 0) {
-		crash_point("start-marker");
-		/* The limits file, before the guest: a guest never runs without the
-		 * limits it was started under (nor without the view of them it is
-		 * given, isolate.h).  If it cannot be written, the guest is not run
-		 * and that is the run's one result (seed 002: a failed startup fact
-		 * is not bypassed). */
-		if (isolate_view_create(st, &iso, r.run_id, e) < 0 ||
-		    shares_publish_joined(st, r.run_id, r.policy, 0, NULL, e) < 0) {
-			memset(&end, 0, sizeof end);
-			end.why = GUEST_NOT_RUN;
-			snprintf(end.not_run, sizeof end.not_run, "its limits file could not be written: "
-			    "%.900s", e->msg);
-			ek_clear(e);
-			rc = 0;
-		} else {
-			rc = run_guest(st, o, &iso, &r, &end, e);
-		}
-		if (rc == 0)
-			rc = finish(st, o, &r, &end, e);
-		isolate_view_remove(st, r.run_id);
+	b = r.b;
+	while (rc > 0) {
+		run_token = chain_token(r.started_at);
+		chain_hold_cancels(false);
+		rc = supervise_started(st, o, &iso, &r, e);
+		run_free(&r);
+		chain_hold_cancels(true);
+		run_token = 0;
+		if (rc == 0 && o->chain && !stop_signal)
+			rc = chain_next(st, &b, slots, getpid(), proc_start_time(getpid()), &r, e);
 	}
 	run_free(&r);
 	return rc;
@@ -400,8 +426,8 @@ struct starter {
 static void
 exec_supervisor(const struct starter *s, const char *run_id, int ready)
 {
-	char budget[32], grace[32], maxout[32], readyfd[32];
-	char *argv[24];
+	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
+	char *argv[26];
 	int n = 0;
 
 	/* A detached supervisor holds none of its starter's descriptors (a
@@ -413,6 +439,7 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
 	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);
 	snprintf(maxout, sizeof maxout, "%lld", (long long)s->o->max_output);
+	snprintf(slots, sizeof slots, "--slots=%lld", (long long)s->o->slots);
 	argv[n++] = (char *)PROG;
 	argv[n++] = "--budget-ms", argv[n++] = budget;
 	argv[n++] = "--grace-ms", argv[n++] = grace;
@@ -425,6 +452,8 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 		argv[n++] = "--require-isolation";
 	if (s->o->json)
 		argv[n++] = "--json";
+	if (s->o->chain)
+		argv[n++] = "--chain", argv[n++] = slots;
 	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
 	argv[n] = NULL;
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0) {
@@ -551,6 +580,8 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	    run_sweep(st, &unknown, &finished, e) < 0 ||
 	    run_count_live(st, &cur.b, &live, e) < 0 || start_isolation(o, st, &s, e) < 0)
 		return -1;
+	if (o->chain && chain_stop(st, false, e) < 0)
+		return -1;
 	if (reserve_ensure(st, &no_room) < 0)   /* made again once there is room */
 		ek_clear(&no_room);
 	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
@@ -617,8 +648,8 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 		if (rc == 0)
 			rc = cancel_queued(st, o, &r, e);
 	} else {
-		if (v == CANCEL_SIGNAL)
-			kill(r.sup_pid, SIGUSR1);   /* the supervisor ends the guest and reports */
+		if (v == CANCEL_SIGNAL)   /* the supervisor ends the guest and reports */
+			sigqueue(r.sup_pid, SIGUSR1, (union sigval){ .sival_int = chain_token(r.started_at) });
 		rc = print_cancel(o, &r, v, e);
 	}
 	run_free(&r);
@@ -635,7 +666,7 @@ cmd_wait(struct state *st, const struct opts *o, struct ek_err *e)
 	struct session cur;
 	int live;
 
-	if (session_require(st, NULL, &cur, e) < 0)
+	if (session_require(st, NULL, &cur, e) < 0 || chain_stop(st, true, e) < 0)
 		return -1;
 	for (;;) {
 		if (run_count_live(st, &cur.b, &live, e) < 0)
@@ -701,6 +732,7 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_JSON: o->json = 1; return 0;
 	case OPT_WAIT: o->wait = 1; return 0;
 	case OPT_CONFIRMED: o->confirmed = 1; return 0;
+	case OPT_CHAIN: o->chain = 1; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
 	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);

@@ -25,6 +25,8 @@
  *   (none)      queued      acceptor_add()          accept-before-commit / accept-after-commit
  *                                                   (exec-accept: once per chunk of runs)
  *   queued      started     run_mark_started()      start-marker (shares joined in the same commit)
+ *   queued      started     chain_next()            start-marker (a chaining supervisor's next run:
+ *                                                   chosen, slot-bounded and marked in one commit)
  *   started     started     run_set_guest()         after-spawn
  *   started     result      result_choose()         result-chosen / retained
  *   queued      result      result_choose()         (cancel before start)
@@ -53,6 +55,15 @@
  *
  * The delivery functions are in deliver.c; each of their transactions
  * covers a whole batch of results.
+ *
+ * Synced commits of the supervisor path (exec-run supervise): only three
+ * are synchronous=FULL — start-marker (before the spawn), retained (before
+ * the first send) and after-report (the row delete, its last).  The rest
+ * (after-spawn, the share leave, claimed, attempt-counted, after-release)
+ * are committed with synchronous=NORMAL, run_commits(): atomic and kept
+ * through a kill -9 at any point, so every crash point holds as drilled;
+ * a power loss keeps a prefix of the commits, and every prefix is one of
+ * those points' states (doc/recovery.md, "Which commits are synced").
  *
  * Invariants (the database enforces those marked *):
  *   1.* A binding, once written, never changes (triggers).

@@ -444,24 +444,24 @@ run_free(struct run *r)
 }
 
 int
-run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
-    struct ek_err *e)
+run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
+    int slots, struct ek_err *e)
 {
 	char marker[96];
 	sqlite3_stmt *q;
 	int64_t now = now_ms();
 	int changes;
 
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
 	q = db_prep(&st->db, "UPDATE runs SET state = 'started', started_at = ?1, start_marker = ?2, "
 	    "sup_pid = ?3, sup_start = ?4 WHERE run_id = ?5 AND state = 'queued' AND cancel_at IS NULL "
 	    "AND incarnation = ?6 AND session_id = ?7 AND EXISTS (SELECT 1 FROM sessions "
 	    "WHERE status = 'current' AND incarnation = ?6 AND session_id = ?7) "
 	    "AND NOT EXISTS (SELECT 1 FROM results WHERE run_id = ?5) "
-	    "AND NOT EXISTS (SELECT 1 FROM handbacks WHERE run_id = ?5)", e);
+	    "AND NOT EXISTS (SELECT 1 FROM handbacks WHERE run_id = ?5) "
+	    "AND (?8 <= 0 OR (SELECT count(*) FROM runs s WHERE s.incarnation = ?6 "
+	    "AND s.session_id = ?7 AND s.state = 'started') < ?8)", e);
 	if (!q)
-		goto fail;
+		return -1;
 	snprintf(marker, sizeof marker, "%d:%lld@%lld", (int)sup_pid, (long long)sup_start, (long long)now);
 	db_bind_i64(q, 1, now);
 	db_bind_text(q, 2, marker);
@@ -470,16 +470,31 @@ run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t s
 	db_bind_text(q, 5, r->run_id);
 	db_bind_text(q, 6, r->b.incarnation);
 	db_bind_text(q, 7, r->b.session_id);
+	db_bind_i64(q, 8, slots);
 	if (db_exec_stmt(&st->db, q, e) < 0)
-		goto fail;
+		return -1;
 	/* The shares it will run under join in the same commit: a started run
 	 * is always a member, and only the supervisor that started it joins. */
 	if ((changes = sqlite3_changes(st->db.h)) > 0 && shares_join_in(st, r->run_id, r->policy, e) < 0)
-		goto fail;
+		return -1;
+	if (changes > 0)
+		r->started_at = now;
+	return changes;
+}
+
+int
+run_mark_started(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
+    int slots, struct ek_err *e)
+{
+	int changes;
+
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	if ((changes = run_mark_started_in(st, r, sup_pid, sup_start, slots, e)) < 0) {
+		db_rollback(&st->db);
+		return -1;
+	}
 	return db_commit(&st->db, e) < 0 ? -1 : changes;
-fail:
-	db_rollback(&st->db);
-	return -1;
 }
 
 int
@@ -500,6 +515,13 @@ run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *
 	db_bind_text(q, 2, run_id);
 	db_bind_i64(q, 3, proc_start_time(guest));
 	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
+}
+
+int
+run_commits(struct state *st, enum run_commits how, struct ek_err *e)
+{
+	return db_exec(&st->db, how == RUN_DURABLE ? "PRAGMA synchronous=FULL" :
+	    "PRAGMA synchronous=NORMAL", e);
 }
 
 int

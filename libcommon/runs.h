@@ -71,13 +71,27 @@ void run_free(struct run *r);
 
 /* queued → started for r under its binding, only if that binding is
  * current and the run is not cancelled, with r's share memberships joined
- * in the same transaction: 1 done, 0 not startable, -1 error (nothing
- * changed).  The start-marker commit point. */
-int run_mark_started(struct state *st, const struct run *r, pid_t sup_pid, int64_t sup_start,
-    struct ek_err *e);
+ * in the same transaction (r->started_at set): 1 done, 0 not startable (or slots > 0 runs of
+ * its session already started), -1 error (nothing changed).  The
+ * start-marker commit point. */
+int run_mark_started(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
+    int slots, struct ek_err *e);
+/* The same in the caller's write transaction (0 or 1 changes, -1 error).
+ * slots > 0: only while fewer than slots runs of the binding are started. */
+int run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_start,
+    int slots, struct ek_err *e);
 
 /* Record the guest's pid (commit point after-spawn). */
 int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e);
+
+/* How the supervisor's next commits are written (outside a transaction):
+ * RUN_DURABLE (synchronous=FULL: synced before the commit returns) or
+ * RUN_LAZY (synchronous=NORMAL: in WAL mode just as atomic and kept when
+ * the process is killed, synced by the next durable commit).  A power
+ * loss keeps a prefix of the commits, so only the commits SPEC 3 orders
+ * before an outside effect need be durable (lifecycle.h). */
+enum run_commits { RUN_DURABLE, RUN_LAZY };
+int run_commits(struct state *st, enum run_commits how, struct ek_err *e);
 
 /* Delete the execution row of a run that has a result. */
 int run_delete(struct state *st, const char *run_id, struct ek_err *e);

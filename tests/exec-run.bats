@@ -367,6 +367,74 @@ load helpers
 	[ "$(sql "SELECT count(*) FROM runs WHERE state='started'")" = 2 ]
 }
 
+@test "a supervisor syncs the state three times per run: start marker, result, row delete" {
+	command -v strace >/dev/null || skip "no strace"
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec y1)" "$(spec y2)" "$(spec y3)"
+	# the first two fill and checkpoint the WAL, as any start does; the
+	# third meets a WAL that needs neither a checkpoint nor a new header
+	exec-run supervise y1 >/dev/null
+	exec-run supervise y2 >/dev/null
+	# (LeakSanitizer cannot work under ptrace: leaks are checked elsewhere)
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+		strace -f -y -e trace=fdatasync,fsync -o "$BATS_TEST_TMPDIR/trace" exec-run supervise y3 >/dev/null
+	run grep -cE 'sync\([0-9]+<[^>]*/state\.db(-wal)?>' "$BATS_TEST_TMPDIR/trace"
+	assert_output 3
+	[ "$(disp_charges y3)" = 1 ]
+}
+
+@test "start --chain: one supervisor runs the due runs one after another" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec ch1)" "$(spec ch2)" "$(spec ch3)"
+	run exec-run start --chain --slots 1 --wait
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]   # without --chain: one run, one line
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]
+	for i in 1 2 3; do [ "$(disp_charges ch$i)" = 1 ] || fail "ch$i charged $(disp_charges ch$i) times"; done
+}
+
+# gate ID: a run that waits for the file $BATS_TEST_TMPDIR/open-ID.
+gate() {
+	spec "$1" /bin/sh "[\"-c\",\"while [ ! -e $BATS_TEST_TMPDIR/open-$1 ]; do sleep 0.02; done\"]"
+}
+
+@test "--chain: the start marker keeps the slot bound" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(gate long)" "$(spec q1)"
+	run exec-run start --slots 1
+	assert_success
+	assert_output "started long"
+	run exec-run --chain --slots 1 supervise q1
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = queued ]
+	touch "$BATS_TEST_TMPDIR/open-long"
+	run exec-run wait --timeout-ms "$WAIT_MS"
+	assert_success
+	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = queued ]
+}
+
+@test "exec-run wait ends the chains: what is still queued stays queued" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(gate g1)" "$(spec w2)" "$(spec w3)"
+	run exec-run start --chain --slots 1
+	assert_success
+	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null &
+	local waiter=$!
+	wait_until '[ -e "$EXEC_STATE_DIR/out/chain.stop" ]'
+	touch "$BATS_TEST_TMPDIR/open-g1"
+	wait "$waiter" || fail "exec-run wait failed"
+	[ "$(sql "SELECT group_concat(run_id || ':' || state) FROM (SELECT * FROM runs ORDER BY run_id)")" = "w2:queued,w3:queued" ]
+	# the next start --chain allows chains again
+	run exec-run start --chain --slots 1 --wait
+	assert_success
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+}
+
 @test "nothing is started without a current session" {
 	start_dispatcher
 	open_session
