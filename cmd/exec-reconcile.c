@@ -28,7 +28,6 @@
 #include "progress.h"
 #include "runs.h"
 #include "state.h"
-#include "text.h"
 
 static const char PROG[] = "exec-reconcile";
 
@@ -83,8 +82,6 @@ static const char USAGE[] =
 	"(transient failures, claimed elsewhere, or budget spent); 77 no current\n"
 	"session, or it ended during the pass; 78 state from another version, or\n"
 	"unsafe permissions.\n";
-
-static const char *const status_name[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
 
 struct opts {
 	const char *state_dir, *export_path;
@@ -164,14 +161,12 @@ show_progress(struct state *st, const struct binding *b, struct progress *pg, in
 static void
 print_one(const struct opts *o, const char *id, const struct deliver_report *r)
 {
-	char safe[sizeof r->detail], n[32];
-
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s}", "event", "reconcile_result",
-		    "run_id", id, "status", status_name[r->status], "attempts", r->attempts, "detail", r->detail));
+		    "run_id", id, "status", deliver_status_name(r->status), "attempts", r->attempts,
+		    "detail", r->detail));
 	else
-		printf("%s %s (%s): %s\n", status_name[r->status], id,
-		    cli_plural(n, sizeof n, r->attempts, "attempt"), text_safe(safe, sizeof safe, r->detail));
+		deliver_print_line(stdout, id, r);
 }
 
 static int

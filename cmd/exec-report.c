@@ -15,7 +15,6 @@
 #include "jsonout.h"
 #include "runs.h"
 #include "state.h"
-#include "text.h"
 
 static const char PROG[] = "exec-report";
 
@@ -48,12 +47,6 @@ static const char USAGE[] =
 	"(kept as evidence); 77 the run's session is not current; 78 state from\n"
 	"another version, or unsafe permissions.\n";
 
-static const char *const status_name[] = {
-	[DELIVERED] = "delivered", [DELIVER_REFUSED] = "refused",
-	[DELIVER_SESSION_OVER] = "session_over", [DELIVER_FAILED] = "failed",
-	[DELIVER_BUSY] = "busy", [DELIVER_NONE] = "none",
-};
-
 struct opts {
 	const char *state_dir;
 	int64_t budget_ms;
@@ -63,16 +56,13 @@ struct opts {
 static void
 print_report(const struct opts *o, const char *run_id, const struct deliver_report *r)
 {
-	char safe[sizeof r->detail], n[32];
-
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:i, s:o, s:s}", "run_id", run_id,
-		    "status", status_name[r->status], "attempts", r->attempts,
+		    "status", deliver_status_name(r->status), "attempts", r->attempts,
 		    "record_id", r->record_id ? json_integer(r->record_id) : json_null(),
 		    "detail", r->detail));
 	else
-		printf("%s %s (%s): %s\n", status_name[r->status], run_id,
-		    cli_plural(n, sizeof n, r->attempts, "attempt"), text_safe(safe, sizeof safe, r->detail));
+		deliver_print_line(stdout, run_id, r);
 }
 
 /* Deliver one id; returns its exit code, or -1 on a local error. */

@@ -53,6 +53,7 @@
 #include "runs.h"
 #include "shares.h"
 #include "state.h"
+#include "stopsig.h"
 #include "text.h"
 
 static const char PROG[] = "exec-run";
@@ -130,36 +131,6 @@ struct opts {
 	enum isolate_mode isolation;
 };
 
-static volatile sig_atomic_t stop_signal;
-static volatile sig_atomic_t run_token;   /* the run supervised now (chain_token) */
-
-/* A cancel names its run (sigqueue): one for a run this supervisor has
- * finished must not end the next run of its chain. */
-static void
-on_stop(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	if (sig == SIGUSR1 && si->si_code == SI_QUEUE && si->si_value.sival_int != run_token)
-		return;
-	stop_signal = sig;
-}
-
-/* SIGUSR1 = cancel; TERM/INT/HUP = stop.  No SA_RESTART: poll wakes up. */
-static void
-catch_stop_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_stop;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 /* --- supervise ------------------------------------------------------------ */
 
 /* Containment fell back or fell short: one line on stderr, never a failure. */
@@ -215,13 +186,12 @@ static int
 print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
     const struct deliver_report *d)
 {
-	static const char *const names[] = { "delivered", "refused", "session_over", "failed", "busy", "none" };
 	char safe[sizeof d->detail], n[32];
 
 	if (o->json)
 		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
 		    "run_id", run_id, "outcome", outcome, "exit_code", code,
-		    "delivery", names[d->status], "attempts", d->attempts, "detail", d->detail));
+		    "delivery", deliver_status_name(d->status), "attempts", d->attempts, "detail", d->detail));
 	printf("%s %s %d: %s (%s): %s\n", run_id, outcome, code, deliver_status_words(d->status),
 	    cli_plural(n, sizeof n, d->attempts, "attempt"), text_safe(safe, sizeof safe, d->detail));
 	return 0;
@@ -371,7 +341,7 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	struct run r;
 	int rc, slots = o->chain ? (int)o->slots : 0;
 
-	catch_stop_signals();
+	stopsig_catch();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
 	/* First how its guest is kept out of the state directory: a supervisor
 	 * that cannot isolate it as asked leaves the run queued. */
@@ -395,12 +365,12 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	b = r.b;
 	while (rc > 0) {
-		run_token = chain_token(r.started_at);
+		stop_run_token = chain_token(r.started_at);
 		chain_hold_cancels(false);
 		rc = supervise_started(st, o, &iso, &r, e);
 		run_free(&r);
 		chain_hold_cancels(true);
-		run_token = 0;
+		stop_run_token = 0;
 		if (rc == 0 && o->chain && !stop_signal)
 			rc = chain_next(st, &b, slots, getpid(), proc_start_time(getpid()), &r, e);
 	}

@@ -10,6 +10,7 @@
 #include "deliver.h"
 #include "jsonout.h"
 #include "proc.h"
+#include "text.h"
 
 static const char *
 json_str(json_t *o, const char *k)
@@ -141,6 +142,29 @@ deliver_status_words(enum deliver_status s)
 	case DELIVER_NONE: return "nothing to deliver";
 	}
 	return "?";
+}
+
+const char *
+deliver_status_name(enum deliver_status s)
+{
+	switch (s) {
+	case DELIVERED: return "delivered";
+	case DELIVER_REFUSED: return "refused";
+	case DELIVER_SESSION_OVER: return "session_over";
+	case DELIVER_FAILED: return "failed";
+	case DELIVER_BUSY: return "busy";
+	case DELIVER_NONE: return "none";
+	}
+	return "?";
+}
+
+void
+deliver_print_line(FILE *f, const char *run_id, const struct deliver_report *r)
+{
+	char safe[sizeof r->detail], n[32];
+
+	fprintf(f, "%s %s (%s): %s\n", deliver_status_name(r->status), run_id,
+	    cli_plural(n, sizeof n, r->attempts, "attempt"), text_safe(safe, sizeof safe, r->detail));
 }
 
 /* May b's results be delivered now: b is the current session, or the

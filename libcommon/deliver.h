@@ -13,6 +13,7 @@
 #define EK_DELIVER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "http.h"
 #include "result.h"
@@ -70,5 +71,13 @@ int deliver_exit_code(enum deliver_status s);
 /* The status in words for a human line that also names the run's own exit
  * ("x1 exited 0: delivery failed"), so it cannot be read as the guest's. */
 const char *deliver_status_words(enum deliver_status s);
+
+/* The status's name in JSON output and in the "STATUS RUN_ID (N attempts):
+ * detail" lines of exec-reconcile and exec-report: delivered, refused,
+ * session_over, failed, busy, none (doc/json.md). */
+const char *deliver_status_name(enum deliver_status s);
+
+/* Print that line for run_id on f, the detail made safe for a terminal. */
+void deliver_print_line(FILE *f, const char *run_id, const struct deliver_report *r);
 
 #endif

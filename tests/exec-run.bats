@@ -390,7 +390,9 @@ load helpers
 	submit_and_accept "$(spec ch1)" "$(spec ch2)" "$(spec ch3)"
 	run exec-run start --chain --slots 1 --wait
 	assert_success
-	[ "${#lines[@]}" -eq 3 ]   # without --chain: one run, one line
+	# a line per run (without --chain: one run, one line), then what is left
+	[ "$(grep -c ' exited 0: delivered' <<<"$output")" -eq 3 ] || fail "$output"
+	assert_line --index 3 "started 1 run; 0 runs left queued (--slots 1)"
 	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
 	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]
 	for i in 1 2 3; do [ "$(disp_charges ch$i)" = 1 ] || fail "ch$i charged $(disp_charges ch$i) times"; done
