@@ -284,8 +284,8 @@ EOF
 	submit "{\"run_id\":\"v1\",\"txn_id\":\"t\",\"program\":\"/bin/sh\",\"args\":[\"$BATS_TEST_TMPDIR/watch\",\"$WAIT_TRIES\"]}"
 	exec-accept --from-dispatcher >/dev/null
 	exec-run start >/dev/null 2>&1
-	wait_until '[ -s "$EXEC_STATE_DIR/out/v1.limits" ]'
-	[ -d "$EXEC_STATE_DIR/out/v1.guest" ]           # its view, beside the real file
+	# its view, beside the real file (made after the file: wait for both)
+	wait_until '[ -s "$EXEC_STATE_DIR/out/v1.limits" ] && [ -d "$EXEC_STATE_DIR/out/v1.guest" ]'
 	exec-shares capacity set executor 1234 >/dev/null
 	wait_until '[ "$(disp_count finished)" = 1 ]'
 	assert_equal "$(sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT outcome || ' ' || exit_code FROM receipts WHERE run_id = 'v1'")" "exited 0"
