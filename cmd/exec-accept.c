@@ -25,6 +25,7 @@
 #include "binding.h"
 #include "cli.h"
 #include "client.h"
+#include "clock.h"
 #include "crash.h"
 #include "jsonout.h"
 #include "progress.h"

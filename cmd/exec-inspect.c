@@ -30,6 +30,7 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "clock.h"
 #include "complete.h"
 #include "file.h"
 #include "inspect.h"

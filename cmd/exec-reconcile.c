@@ -19,6 +19,7 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "clock.h"
 #include "counters.h"
 #include "deliver.h"
 #include "evidence.h"

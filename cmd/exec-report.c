@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "deliver.h"
 #include "jsonout.h"
 #include "runs.h"

@@ -41,6 +41,7 @@
 #include "chain.h"
 #include "client.h"
 #include "cli.h"
+#include "clock.h"
 #include "crash.h"
 #include "deliver.h"
 #include "guest.h"

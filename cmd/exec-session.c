@@ -14,6 +14,7 @@
 #include "binding.h"
 #include "cli.h"
 #include "client.h"
+#include "clock.h"
 #include "crash.h"
 #include "handback.h"
 #include "inspect.h"

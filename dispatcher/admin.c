@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 #include "sha256.h"
 

@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 
 enum { RESULT_MAX = 64 * 1024, V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };

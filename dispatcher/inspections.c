@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 #include "sha256.h"
 

@@ -33,7 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 #include "sha256.h"
 

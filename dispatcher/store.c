@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 
 struct schema_step { const char *name; const char *sql; };

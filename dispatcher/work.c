@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "dispatcher.h"
 
 enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIES = 8 };

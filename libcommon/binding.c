@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "binding.h"
-#include "cli.h"
+#include "clock.h"
 
 #define SESSION_COLS "seq, incarnation, session_id, dispatcher, status, opened_at, " \
 	"ended_at, lease_ms, heartbeat_ms, last_beat_at, IFNULL(retry_after_at, 0)"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "chain.h"
-#include "cli.h"
+#include "clock.h"
 
 static const char STOP_FILE[] = "out/chain.stop";
 

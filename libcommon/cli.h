@@ -56,8 +56,4 @@ const char *cli_state_dir(const char *opt);
  * return rc.  Call as the last thing in main(). */
 int cli_finish(const char *prog, int rc);
 
-/* Milliseconds since the epoch (wall clock) and a monotonic clock. */
-int64_t now_ms(void);
-int64_t mono_ms(void);
-
 #endif

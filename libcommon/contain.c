@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "contain.h"
 
 void

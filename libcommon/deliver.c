@@ -6,6 +6,7 @@
 
 #include "binding.h"
 #include "cli.h"
+#include "clock.h"
 #include "crash.h"
 #include "deliver.h"
 #include "jsonout.h"

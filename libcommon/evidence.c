@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "binding.h"
 #include "crash.h"
 #include "evidence.h"

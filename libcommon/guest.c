@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "guest.h"
 
 extern char **environ;

@@ -1,7 +1,7 @@
 /* handback — see handback.h. */
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "client.h"
 #include "handback.h"
 #include "runs.h"

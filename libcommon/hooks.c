@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "shares_int.h"
 
 #define HOOK_PATH "/usr/local/bin:/usr/bin:/bin"

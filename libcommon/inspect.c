@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "inspect.h"
 #include "proc.h"
 #include "jsonout.h"

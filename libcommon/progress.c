@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "progress.h"
 #include "timefmt.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "crash.h"
 #include "jsonout.h"
 #include "proc.h"

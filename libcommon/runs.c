@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "binding.h"
-#include "cli.h"
+#include "clock.h"
 #include "proc.h"
 #include "runs.h"
 #include "shares.h"

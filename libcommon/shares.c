@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "clock.h"
 #include "crash.h"
 #include "isolate.h"
 #include "shares.h"

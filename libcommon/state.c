@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "cli.h"
+#include "clock.h"
 #include "random.h"
 #include "state.h"
 
