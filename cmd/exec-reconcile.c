@@ -110,8 +110,7 @@ select_binding(struct state *st, const struct binding *b, int max, struct pass *
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	db_bind_i64(q, 3, max - p->n);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		db_col_text(q, 0, p->ids[p->n++], sizeof p->ids[0]);

@@ -453,8 +453,7 @@ adopt_earlier(struct state *st, const struct opts *o, struct session *cur, struc
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, cur->b.incarnation);
-	db_bind_text(q, 2, cur->b.session_id);
+	db_bind_binding(q, 1, &cur->b);
 	db_bind_i64(q, 3, RESULT_ADOPTED_MAX);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		db_col_text(q, 0, sids[n++], sizeof sids[0]);

@@ -8,6 +8,13 @@
 #define SESSION_COLS "seq, incarnation, session_id, dispatcher, status, opened_at, " \
 	"ended_at, lease_ms, heartbeat_ms, last_beat_at, IFNULL(retry_after_at, 0)"
 
+void
+db_bind_binding(sqlite3_stmt *q, int i, const struct binding *b)
+{
+	db_bind_text(q, i, b->incarnation);
+	db_bind_text(q, i + 1, b->session_id);
+}
+
 bool
 binding_eq(const struct binding *a, const struct binding *b)
 {
@@ -53,8 +60,7 @@ binding_count(struct state *st, const char *sql, const struct binding *b, int64_
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	if ((rc = db_step(&st->db, q, e)) == 1)
 		*n = sqlite3_column_int64(q, 0);
 	db_done(&st->db, q);
@@ -69,8 +75,7 @@ session_wait_in(struct state *st, const struct binding *b, int64_t until, struct
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	db_bind_i64(q, 3, until);
 	return db_exec_stmt(&st->db, q, e);
 }
@@ -92,8 +97,7 @@ session_find(struct state *st, const struct binding *b, struct session *s, struc
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	return one_session(st, q, s, e);
 }
 
@@ -120,8 +124,7 @@ session_credential(struct state *st, const struct binding *b, char *buf, size_t 
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	rc = db_step(&st->db, q, e);
 	if (rc == 1)
 		db_col_text(q, 0, buf, n);
@@ -160,8 +163,7 @@ session_begin(struct state *st, const struct session *s, const char *cred, struc
 	    "VALUES (?1, ?2, ?3, ?4, 'current', ?5, ?6, ?7, ?5)", e);
 	if (!q)
 		goto fail;
-	db_bind_text(q, 1, s->b.incarnation);
-	db_bind_text(q, 2, s->b.session_id);
+	db_bind_binding(q, 1, &s->b);
 	db_bind_text(q, 3, s->dispatcher);
 	db_bind_text(q, 4, cred);
 	db_bind_i64(q, 5, s->opened_at);
@@ -207,8 +209,7 @@ session_beat(struct state *st, const struct binding *b, struct ek_err *e)
 		return -1;
 	}
 	db_bind_i64(q, 1, now_ms());
-	db_bind_text(q, 2, b->incarnation);
-	db_bind_text(q, 3, b->session_id);
+	db_bind_binding(q, 2, b);
 	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }
 
@@ -272,8 +273,7 @@ session_adopted(struct state *st, const struct binding *by, struct binding *out,
 	*n = 0;
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, by->incarnation);
-	db_bind_text(q, 2, by->session_id);
+	db_bind_binding(q, 1, by);
 	db_bind_i64(q, 3, max);
 	while ((rc = db_step(&st->db, q, e)) == 1) {
 		db_col_text(q, 0, out[*n].incarnation, sizeof out[*n].incarnation);
@@ -297,10 +297,8 @@ session_adopt(struct state *st, const struct binding *old, const struct binding 
 		db_rollback(&st->db);
 		return -1;
 	}
-	db_bind_text(q, 1, old->incarnation);
-	db_bind_text(q, 2, old->session_id);
-	db_bind_text(q, 3, by->incarnation);
-	db_bind_text(q, 4, by->session_id);
+	db_bind_binding(q, 1, old);
+	db_bind_binding(q, 3, by);
 	db_bind_i64(q, 5, now_ms());
 	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
 }

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sqlite3.h>
+
 #include "state.h"
 
 struct binding {
@@ -33,6 +35,9 @@ struct session {
 int session_wait_in(struct state *st, const struct binding *b, int64_t until, struct ek_err *e);
 
 bool binding_eq(const struct binding *a, const struct binding *b);
+
+/* Bind b to parameters i (the incarnation) and i + 1 (the session id). */
+void db_bind_binding(sqlite3_stmt *q, int i, const struct binding *b);
 
 /* Run sql, a count whose ?1 and ?2 are b's incarnation and session id,
  * into *n.  0 or -1. */

@@ -17,8 +17,7 @@ mark_queued(struct state *st, const struct binding *b, struct ek_err *e)
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	db_bind_i64(q, 3, now_ms());
 	return db_exec_stmt(&st->db, q, e);
 }
@@ -33,8 +32,7 @@ list_pending(struct state *st, const struct binding *b, json_t *ids, struct ek_e
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	db_bind_i64(q, 3, HANDBACK_BATCH);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		json_array_append_new(ids, json_string((const char *)sqlite3_column_text(q, 0)));

@@ -41,8 +41,7 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 	if (!q)
 		return -1;
 	db_bind_text(q, 1, run_id);
-	db_bind_text(q, 2, b->incarnation);
-	db_bind_text(q, 3, b->session_id);
+	db_bind_binding(q, 2, b);
 	db_bind_text(q, 4, outcome);
 	db_bind_i64(q, 5, exit_code);
 	if (wait_status >= 0)

@@ -322,8 +322,7 @@ insert_run(struct acceptor *a, const struct runspec *rs, int64_t now, struct ek_
 	sqlite3_reset(q);
 	db_bind_text(q, 1, rs->run_id);
 	db_bind_text(q, 2, rs->txn_id);
-	db_bind_text(q, 3, a->b.incarnation);
-	db_bind_text(q, 4, a->b.session_id);
+	db_bind_binding(q, 3, &a->b);
 	db_bind_text(q, 5, rs->program);
 	db_bind_text(q, 6, args);
 	db_bind_text(q, 7, env);
@@ -354,8 +353,7 @@ acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *
 	sqlite3_reset(q);
 	db_bind_text(q, 1, rs->run_id);
 	db_bind_text(q, 2, rs->txn_id);
-	db_bind_text(q, 3, a->b.incarnation);
-	db_bind_text(q, 4, a->b.session_id);
+	db_bind_binding(q, 3, &a->b);
 	db_bind_text(q, 5, rs->content);
 	db_bind_text(q, 6, receipt);
 	db_bind_i64(q, 7, now);
@@ -468,8 +466,7 @@ run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t sup_
 	db_bind_i64(q, 3, sup_pid);
 	db_bind_i64(q, 4, sup_start);
 	db_bind_text(q, 5, r->run_id);
-	db_bind_text(q, 6, r->b.incarnation);
-	db_bind_text(q, 7, r->b.session_id);
+	db_bind_binding(q, 6, &r->b);
 	db_bind_i64(q, 8, slots);
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
@@ -554,8 +551,7 @@ run_each_due(struct state *st, const struct binding *b, int64_t now, int limit,
 
 	if (!q)
 		return -1;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	db_bind_i64(q, 3, now);
 	db_bind_i64(q, 4, limit);
 	while ((rc = db_step(&st->db, q, e)) == 1)
@@ -583,8 +579,7 @@ run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err 
 	if (!q)
 		return -1;
 	*n = 0;
-	db_bind_text(q, 1, b->incarnation);
-	db_bind_text(q, 2, b->session_id);
+	db_bind_binding(q, 1, b);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		if (proc_alive((pid_t)sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)))
 			(*n)++;
