@@ -55,13 +55,15 @@
 #include "shares.h"
 #include "state.h"
 #include "stopsig.h"
+#include "svlog.h"
 #include "text.h"
 
 static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION, OPT_CHAIN };
+	OPT_REQUIRE_ISOLATION, OPT_CHAIN,
+	OPT_LOG_FD, OPT_LOG_STAMPS };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -80,6 +82,8 @@ static const struct option options[] = {
 	{ "guest-user", required_argument, NULL, OPT_GUEST_USER },
 	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
 	{ "chain", no_argument, NULL, OPT_CHAIN },
+	{ "log-fd", required_argument, NULL, OPT_LOG_FD },
+	{ "log-stamps", no_argument, NULL, OPT_LOG_STAMPS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -98,6 +102,9 @@ static const char USAGE[] =
 	"      --chain            start: each supervisor, its run reported, takes the\n"
 	"                         next due run itself, within --slots, until none is\n"
 	"                         due or 'exec-run wait' is asked (exec-loop)\n"
+	"      --log-fd N         start: the detached supervisors write their lines (each\n"
+	"                         begins with the time) to descriptor N instead of\n"
+	"                         out/supervisors.log (exec-loop: its activity log)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
@@ -107,6 +114,8 @@ static const char USAGE[] =
 	"                         start does not ask the dispatcher again (exec-loop)\n"
 	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
 	"                         is committed (exec-run start uses it)\n"
+	"      --log-stamps       supervise: begin each line with the time (exec-run\n"
+	"                         start tells a detached supervisor so)\n"
 	"      --isolation MODE   keep guests out of the state directory by MODE: auto\n"
 	"                         (default: user with --guest-user, else userns if\n"
 	"                         available, else none), userns, user or none\n"
@@ -127,8 +136,8 @@ static const char USAGE[] =
 
 struct opts {
 	const char *state_dir, *session, *cmd, *run_id, *guest_user;
-	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd;
-	int json, wait, confirmed, require_isolation, chain;
+	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd, log_fd;
+	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
 };
 
@@ -193,7 +202,8 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
 		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
 		    "run_id", run_id, "outcome", outcome, "exit_code", code,
 		    "delivery", deliver_status_name(d->status), "attempts", d->attempts, "detail", d->detail));
-	printf("%s %s %d: %s (%s): %s\n", run_id, outcome, code, deliver_status_words(d->status),
+	printf("%s%s %s %d: %s (%s): %s\n", svlog_prefix(), run_id, outcome, code,
+	    deliver_status_words(d->status),
 	    cli_plural(n, sizeof n, d->attempts, "attempt"), text_safe(safe, sizeof safe, d->detail));
 	return 0;
 }
@@ -210,7 +220,7 @@ say(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (fprintf(stderr, "%s: %s\n", PROG, line) < 0 || fflush(stderr) != 0)
+	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), PROG, line) < 0 || fflush(stderr) != 0)
 		syslog(LOG_ERR, "%s", line);
 }
 
@@ -344,6 +354,8 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 
 	stopsig_catch();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
+	if (o->log_stamps)
+		svlog_stamp_lines();
 	/* First how its guest is kept out of the state directory: a supervisor
 	 * that cannot isolate it as asked leaves the run queued. */
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
@@ -374,6 +386,8 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 		stop_run_token = 0;
 		if (rc == 0 && o->chain && !stop_signal)
 			rc = chain_next(st, &b, slots, getpid(), proc_start_time(getpid()), &r, e);
+		if (rc > 0 && o->log_stamps && !o->json)   /* the log's "started" line */
+			printf("%sstarted %s (chained)\n", svlog_prefix(), r.run_id);
 	}
 	run_free(&r);
 	return rc;
@@ -425,6 +439,8 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 		argv[n++] = "--json";
 	if (s->o->chain)
 		argv[n++] = "--chain", argv[n++] = slots;
+	if (!s->o->wait)
+		argv[n++] = "--log-stamps";   /* detached: its lines join a log */
 	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
 	argv[n] = NULL;
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0) {
@@ -435,25 +451,6 @@ exec_supervisor(const struct starter *s, const char *run_id, int ready)
 	execv(s->self, argv);
 	fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(errno));
 	_exit(EK_OSERR);
-}
-
-/* A detached supervisor outlives our stdout: it writes to out/supervisors.log
- * (appended to, never through a link). */
-static void
-detach_output(struct state *st)
-{
-	struct ek_err e = { 0 };
-	int null = open("/dev/null", O_RDONLY);
-	int fd = state_open_file(st, "out/supervisors.log", O_WRONLY | O_CREAT | O_APPEND, 0600, &e);
-
-	if (fd < 0)
-		ek_report(PROG, &e);
-	if (null >= 0)
-		dup2(null, STDIN_FILENO);
-	if (fd >= 0) {
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-	}
 }
 
 /* Wait (bounded) for the supervisor's word that its start marker is
@@ -487,7 +484,7 @@ start_one(const char *run_id, void *arg)
 		if (!s->o->wait) {
 			if (fork() != 0)
 				_exit(0);   /* the grandchild is reparented: nobody waits on it */
-			detach_output(s->st);
+			svlog_attach(s->st, (int)s->o->log_fd, PROG);   /* it outlives our stdout */
 		}
 		exec_supervisor(s, run_id, ready[1]);
 	}
@@ -704,6 +701,8 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_WAIT: o->wait = 1; return 0;
 	case OPT_CONFIRMED: o->confirmed = 1; return 0;
 	case OPT_CHAIN: o->chain = 1; return 0;
+	case OPT_LOG_FD: return number("--log-fd", optarg, 0, INT32_MAX, &o->log_fd);
+	case OPT_LOG_STAMPS: o->log_stamps = 1; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
 	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);
@@ -728,8 +727,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	int c, rc;
 	bool needs_id;
 
-	*o = (struct opts){ .ready_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS, .grace_ms = 2000,
-		.max_output = 1 << 20, .timeout_ms = 60000 };
+	*o = (struct opts){ .ready_fd = -1, .log_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS,
+		.grace_ms = 2000, .max_output = 1 << 20, .timeout_ms = 60000 };
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1)
 		if ((rc = parse_opt(c, o, argv)) != 0)
@@ -750,6 +749,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->run_id);
 	if (strcmp(o->cmd, "cancel") == 0 && !o->session)
 		return cli_usage_error(PROG, "cancel needs --session SID (the current session)");
+	if (o->log_fd >= 0 && (strcmp(o->cmd, "start") != 0 || o->wait))
+		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
+	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)
+		return cli_usage_error(PROG, "--log-fd %lld: not an open descriptor", (long long)o->log_fd);
 	if (o->isolation == ISOLATE_USER && !o->guest_user)
 		return cli_usage_error(PROG, "--isolation user needs --guest-user USER");
 	if (o->guest_user && (o->isolation == ISOLATE_USERNS || o->isolation == ISOLATE_NONE))

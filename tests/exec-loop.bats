@@ -39,6 +39,37 @@ start_loop() {
 	[ "$(disp_charges late)" = 1 ]
 }
 
+# TS: how every activity-log line begins (the local time, with its offset).
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
+
+@test "the activity log: one timestamped line per accept, start, result, delivery and pass, on stderr" {
+	start_dispatcher
+	fault 5xx 3   # late's own three attempts fail; a reconcile pass delivers it
+	admin POST /admin/runs "$(spec late)" >/dev/null
+	start_loop --slots 1
+	wait_until 'grep -q "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err"'
+	# two at once for one slot: the loop starts one, and either it or the
+	# first one's supervisor (chained) the other
+	admin POST /admin/runs "{\"runs\":[$(spec ok1),$(spec ok2)]}" >/dev/null
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]'
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID"
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	local r
+	for r in late ok1 ok2; do
+		assert_line --regexp "^$TS exec-loop: accepted $r "
+		assert_line --regexp "^$TS (exec-loop: )?started $r( \\(chained\\))?\$"
+	done
+	assert_line --regexp "^$TS late exited 0: delivery failed \\(3 attempts\\): transient: HTTP 503"
+	assert_line --regexp "^$TS exec-loop: delivered late \\(1 attempt\\): "
+	assert_line --regexp "^$TS exec-loop: reconcile: 1 delivered, 0 refused, 0 waiting in 1 pass\$"
+	assert_line --regexp "^$TS ok1 exited 0: delivered \\(1 attempt\\): "
+	assert_line --regexp "^$TS ok2 exited 0: delivered \\(1 attempt\\): "
+	# every line of the log is stamped
+	run grep -Ev "^$TS " "$BATS_TEST_TMPDIR/loop.err"
+	assert_output ""
+}
+
 @test "a revoked session stops the loop with exit 77" {
 	start_dispatcher
 	start_loop

@@ -469,3 +469,46 @@ gate() {
 	assert_success
 	[ "$(cat "$EXEC_STATE_DIR/out/fds.stdout")" = end ]
 }
+
+# TS: how a detached supervisor's lines begin (the local time, with its offset).
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
+
+@test "a detached supervisor's lines go to out/supervisors.log, each beginning with the time" {
+	ready d1
+	run exec-run start
+	assert_success
+	assert_output "started d1"
+	wait_until 'grep -q "d1 exited 0" "$EXEC_STATE_DIR/out/supervisors.log"'
+	run cat "$EXEC_STATE_DIR/out/supervisors.log"
+	assert_line --regexp "^$TS d1 exited 0: delivered \(1 attempt\): "
+}
+
+@test "out/supervisors.log past 1 MiB becomes supervisors.log.1, and a new one begins" {
+	ready d2
+	mkdir -p "$EXEC_STATE_DIR/out"
+	{ echo "the old log"; head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' x; echo; } >"$EXEC_STATE_DIR/out/supervisors.log"
+	chmod 600 "$EXEC_STATE_DIR/out/supervisors.log"
+	exec-run start >/dev/null
+	wait_until 'grep -q "d2 exited 0" "$EXEC_STATE_DIR/out/supervisors.log"'
+	[ "$(head -n 1 "$EXEC_STATE_DIR/out/supervisors.log.1")" = "the old log" ]
+	[ "$(stat -c %s "$EXEC_STATE_DIR/out/supervisors.log")" -lt 4096 ]
+	run cat "$EXEC_STATE_DIR/out/supervisors.log"
+	assert_line --regexp "^$TS d2 exited 0: delivered "
+}
+
+@test "start --log-fd N: the detached supervisors write to descriptor N instead (exec-loop's log)" {
+	ready d3
+	run exec-run start --log-fd 5 5>"$BATS_TEST_TMPDIR/log"
+	assert_success
+	wait_until 'grep -q "d3 exited 0" "$BATS_TEST_TMPDIR/log"'
+	run cat "$BATS_TEST_TMPDIR/log"
+	assert_line --regexp "^$TS d3 exited 0: delivered \(1 attempt\): "
+	[ ! -e "$EXEC_STATE_DIR/out/supervisors.log" ]
+	# it goes with a detached start only, and names an open descriptor
+	run exec-run start --wait --log-fd 2
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--log-fd goes with start, without --wait"
+	run exec-run start --log-fd 250
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--log-fd 250: not an open descriptor"
+}

@@ -89,7 +89,7 @@ load drill
 	wait "$loop"
 	# one heartbeat, then one worker: its drain took them all, not 32
 	run grep -m1 "reconcile:" "$BATS_TEST_TMPDIR/loop.err"
-	assert_output "exec-loop: reconcile: 40 delivered, 0 refused, 0 waiting in 2 passes"
+	assert_output --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{4} exec-loop: reconcile: 40 delivered, 0 refused, 0 waiting in 2 passes$'
 	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":40' ]
 	check --drained --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
 }

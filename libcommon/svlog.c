@@ -1,0 +1,79 @@
+/* svlog — see svlog.h. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "svlog.h"
+
+static bool stamping;
+
+/* Past SVLOG_MAX, under the log's lock: rename it to .1 if the path still
+ * names the file we hold (another supervisor may have just done it), and
+ * open a new one.  The descriptor to write to. */
+static int
+rotate(struct state *st, int fd, struct ek_err *e)
+{
+	struct stat held, named;
+
+	if (st->out_fd < 0 || flock(fd, LOCK_EX) < 0)
+		return fd;
+	if (fstat(fd, &held) == 0 && held.st_size > SVLOG_MAX &&
+	    fstatat(st->out_fd, SVLOG_FILE, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    named.st_ino == held.st_ino && named.st_dev == held.st_dev &&
+	    renameat(st->out_fd, SVLOG_FILE, st->out_fd, SVLOG_FILE ".1") == 0) {
+		close(fd);   /* drops the lock too */
+		return state_open_file(st, "out/" SVLOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0600, e);
+	}
+	flock(fd, LOCK_UN);
+	return fd;
+}
+
+void
+svlog_attach(struct state *st, int log_fd, const char *prog)
+{
+	struct ek_err e = { 0 };
+	int null = open("/dev/null", O_RDONLY), fd = -1;
+
+	if (null >= 0 && dup2(null, STDIN_FILENO) >= 0 && null > STDERR_FILENO)
+		close(null);
+	if (log_fd >= 0) {
+		dup2(log_fd, STDOUT_FILENO);
+		dup2(log_fd, STDERR_FILENO);
+		return;
+	}
+	if ((fd = state_open_file(st, "out/" SVLOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0600, &e)) >= 0)
+		fd = rotate(st, fd, &e);
+	if (fd < 0) {
+		ek_report(prog, &e);
+		return;
+	}
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+void
+svlog_stamp_lines(void)
+{
+	stamping = true;
+}
+
+const char *
+svlog_prefix(void)
+{
+	static char buf[48];
+	time_t t;
+	struct tm tm;
+
+	if (!stamping)
+		return "";
+	t = time(NULL);
+	if (!localtime_r(&t, &tm) || strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z ", &tm) == 0)
+		return "";
+	return buf;
+}

@@ -1,0 +1,35 @@
+/*
+ * svlog — where a detached supervisor writes its lines: out/supervisors.log,
+ * or, when its starter names a descriptor (exec-run start --log-fd N, as
+ * exec-loop does with its own standard error), there, so that they join
+ * the loop's activity log in one stream (the journal, under systemd).
+ * Either way each line of a detached supervisor begins with the time.
+ *
+ * The log file is kept to about SVLOG_MAX bytes: a supervisor that finds
+ * it larger renames it to supervisors.log.1 (replacing the one before)
+ * and starts a new one.  A long chain keeps writing to the file it opened,
+ * so the bound is about, not exact.
+ */
+#ifndef EK_SVLOG_H
+#define EK_SVLOG_H
+
+#include <stdbool.h>
+
+#include "state.h"
+
+enum { SVLOG_MAX = 1 << 20 };
+
+#define SVLOG_FILE "supervisors.log"
+
+/* Standard input from /dev/null; standard output and error to the log
+ * file, or to descriptor log_fd when it is not -1.  A log that cannot be
+ * opened is said on standard error: the supervisor runs all the same. */
+void svlog_attach(struct state *st, int log_fd, const char *prog);
+
+/* From now on svlog_prefix() gives the time (a detached supervisor). */
+void svlog_stamp_lines(void);
+
+/* "2026-12-01T20:40:01+0000 " once svlog_stamp_lines() was called, else "". */
+const char *svlog_prefix(void);
+
+#endif
