@@ -96,6 +96,8 @@ struct opts {
 static void
 print_report(const struct opts *o, const struct session *s, const struct summary *sm, const char *event)
 {
+	char a[48];
+
 	if (o->json) {
 		json_t *j = summary_json(sm);
 		json_object_set_new(j, "event", json_string(event));
@@ -112,15 +114,16 @@ print_report(const struct opts *o, const struct session *s, const struct summary
 		    s->b.session_id, s->b.incarnation, s->dispatcher);
 	else
 		printf("no current session\n");
-	printf("quarantined: %lld runs of other sessions (%lld queued, %lld started)\n",
-	    (long long)sm->quarantined, (long long)sm->quarantined_queued, (long long)sm->quarantined_started);
-	printf("unknown: %lld runs\n", (long long)sm->unknown);
+	printf("quarantined: %s of other sessions (%lld queued, %lld started)\n",
+	    cli_plural(a, sizeof a, sm->quarantined, "run"), (long long)sm->quarantined_queued,
+	    (long long)sm->quarantined_started);
+	printf("unknown: %s\n", cli_plural(a, sizeof a, sm->unknown, "run"));
 	printf("unreconciled results: %lld (deliverable now %lld, owned by an earlier session %lld, refused %lld)\n",
 	    (long long)(sm->deliverable + sm->earlier_session + sm->refused), (long long)sm->deliverable,
 	    (long long)sm->earlier_session, (long long)sm->refused);
 	printf("receipts: %lld\n", (long long)sm->receipts);
-	printf("handed back: %lld runs (%lld more marked, not acknowledged yet)\n",
-	    (long long)sm->handed_back, (long long)sm->handing_back);
+	printf("handed back: %s (%lld more marked, not acknowledged yet)\n",
+	    cli_plural(a, sizeof a, sm->handed_back, "run"), (long long)sm->handing_back);
 }
 
 /* Parse the negotiation answer into s and cred. */

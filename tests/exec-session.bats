@@ -259,6 +259,16 @@ elapsed_ms() {
 	[ ! -e "$EXEC_STATE_DIR" ] || fail "a usage error created the state directory"
 }
 
+@test "the startup report says 1 run, not 1 runs" {
+	start_dispatcher
+	open_session
+	spec q1 | exec-accept >/dev/null
+	run --separate-stderr exec-session open --dispatcher "$DISP_URL"
+	assert_success
+	assert_line 'quarantined: 1 run of other sessions (1 queued, 0 started)'
+	assert_line 'unknown: 0 runs'
+}
+
 @test "the startup report of a second open counts the first session's runs as quarantined" {
 	start_dispatcher
 	open_session
