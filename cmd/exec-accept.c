@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "client.h"
 #include "clock.h"
@@ -30,6 +29,7 @@
 #include "jsonout.h"
 #include "progress.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 #include "text.h"
 #include "timefmt.h"

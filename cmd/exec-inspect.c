@@ -28,7 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "clock.h"
 #include "complete.h"
@@ -39,6 +38,7 @@
 #include "relay.h"
 #include "runlog.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 #include "story.h"
 #include "summary.h"

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "clock.h"
 #include "counters.h"
@@ -28,6 +27,7 @@
 #include "output.h"
 #include "progress.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 
 static const char PROG[] = "exec-reconcile";

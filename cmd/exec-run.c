@@ -37,10 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "binding.h"
 #include "chain.h"
-#include "client.h"
 #include "cli.h"
+#include "client.h"
 #include "clock.h"
 #include "crash.h"
 #include "deliver.h"
@@ -52,6 +51,7 @@
 #include "reserve.h"
 #include "result.h"
 #include "runs.h"
+#include "session.h"
 #include "shares.h"
 #include "state.h"
 #include "stopsig.h"

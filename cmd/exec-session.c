@@ -2,7 +2,7 @@
  * exec-session — negotiate, heartbeat, close and show the control session.
  *
  * Opening a session makes every row accepted under any other binding
- * quarantined (binding.h) and prints the startup report: how many rows are
+ * quarantined (session.h) and prints the startup report: how many rows are
  * quarantined and how many retained results are unreconciled, by cause.
  * The credential is stored in state.db (0600) and never printed; so is the
  * executor key, which only open reads, to prove it at negotiation.
@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "client.h"
 #include "clock.h"
@@ -21,6 +20,7 @@
 #include "jsonout.h"
 #include "result.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 #include "summary.h"
 #include "table.h"

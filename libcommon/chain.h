@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "binding.h"
 #include "err.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 
 /* Take the oldest due run of b and mark it started for this supervisor,

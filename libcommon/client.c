@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "client.h"
 #include "http.h"
+#include "session.h"
 
 const char *
 client_id_field(json_t *o, const char *key, size_t max)

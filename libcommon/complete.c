@@ -1,10 +1,10 @@
 /* complete — see complete.h. */
 #include <string.h>
 
-#include "binding.h"
 #include "complete.h"
 #include "db.h"
 #include "runs.h"
+#include "session.h"
 
 /* ?1 the prefix, ?2 the prefix followed by '~', ?3 the limit. */
 #define RANGE(t) t ".run_id >= ?1 AND " t ".run_id < ?2"

@@ -4,13 +4,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "binding.h"
 #include "cli.h"
 #include "clock.h"
 #include "crash.h"
 #include "deliver.h"
 #include "jsonout.h"
 #include "proc.h"
+#include "session.h"
 #include "text.h"
 
 static const char *

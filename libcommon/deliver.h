@@ -4,7 +4,7 @@
  *
  * Invariants: every attempt sends the stored body unchanged (it names the
  * binding that accepted the run), only while that binding is the current
- * session or was adopted by it (binding.h), with the current session's
+ * session or was adopted by it (session.h), with the current session's
  * credential; at most max_attempts attempts, all before the deadline, which a
  * failing report never extends; one deliverer per result at a time (a
  * claim); the attempt is counted durably before it is sent.

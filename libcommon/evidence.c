@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "binding.h"
 #include "crash.h"
 #include "evidence.h"
 #include "jsonout.h"
+#include "session.h"
 
 /* An orphaned result that adoption could still deliver: its session is an
  * ended, unrevoked session of this executor (exec-session adopt: the

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "binding.h"
+#include "session.h"
 #include "state.h"
 
 #define HANDBACK_BATCH 1000   /* run ids in one request */

@@ -30,9 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "binding.h"
 #include "counters.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 #include "summary.h"
 

@@ -17,8 +17,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "binding.h"
 #include "err.h"
+#include "session.h"
 
 #define RELAY_MAX 32            /* inspections fetched at once */
 

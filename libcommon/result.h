@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "binding.h"
 #include "runs.h"
+#include "session.h"
 #include "state.h"
 
 #define RESULT_MESSAGE_MAX 1024

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "binding.h"
 #include "clock.h"
 #include "proc.h"
 #include "runs.h"
+#include "session.h"
 #include "shares.h"
 
 #define ARG_MAX_COUNT 1024

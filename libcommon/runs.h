@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "binding.h"
+#include "session.h"
 #include "state.h"
 
 #define RUN_ID_MAX 128

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "binding.h"
 #include "handback.h"
+#include "session.h"
 #include "summary.h"
 #include "timefmt.h"
 

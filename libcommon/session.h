@@ -1,13 +1,13 @@
 /*
- * binding — control sessions and the bindings they give runs.
+ * session — control sessions, and the bindings they give runs.
  *
  * A binding is (incarnation, session id).  At most one session is current
  * (a unique index says so).  Every row accepted under any other binding —
  * including the empty binding of rows older than bindings — is
  * quarantined: never started, never cancelled, never deleted, still read.
  */
-#ifndef EK_BINDING_H
-#define EK_BINDING_H
+#ifndef EK_SESSION_H
+#define EK_SESSION_H
 
 #include <stdbool.h>
 #include <stdint.h>

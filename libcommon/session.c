@@ -1,9 +1,9 @@
-/* binding — see binding.h. */
+/* session — see session.h. */
 #include <stdio.h>
 #include <string.h>
 
-#include "binding.h"
 #include "clock.h"
+#include "session.h"
 
 #define SESSION_COLS "seq, incarnation, session_id, dispatcher, status, opened_at, " \
 	"ended_at, lease_ms, heartbeat_ms, last_beat_at, IFNULL(retry_after_at, 0)"
