@@ -96,7 +96,8 @@ load drill
 		! grep -qaF -- "$cred" "$f" || { echo "credential found in $f"; false; }
 	done
 	[ -s "$BATS_TEST_TMPDIR/all.out" ]
-	[ -s "$EXEC_STATE_DIR/out/supervisors.log" ]
+	# the supervisors wrote to the loop's activity log (exec-run start --log-fd)
+	grep -q ' x4 exited 0: ' "$BATS_TEST_TMPDIR/loop.err" || fail "no supervisor line in the loop's log"
 	grep -qaF -- "$cred" "$EXEC_STATE_DIR/state.db"       # it is stored, and only there
 }
 
