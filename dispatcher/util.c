@@ -24,9 +24,7 @@ is_hex(const char *s, size_t n)
 bool
 is_run_id(const char *s)
 {
-	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
-
-	return n >= 1 && n <= 128 && s[n] == '\0';
+	return text_is_id(s, 1, 128);
 }
 
 bool

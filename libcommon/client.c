@@ -1,5 +1,4 @@
 /* client — see client.h. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,19 +7,14 @@
 #include "client.h"
 #include "http.h"
 #include "session.h"
+#include "text.h"
 
 const char *
 client_id_field(json_t *o, const char *key, size_t max)
 {
 	const char *s = json_string_value(json_object_get(o, key));
-	size_t i;
 
-	if (!s || !*s || strlen(s) > max)
-		return NULL;
-	for (i = 0; s[i]; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
-			return NULL;
-	return s;
+	return s && text_is_id(s, 1, max) ? s : NULL;
 }
 
 const char *

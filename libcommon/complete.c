@@ -5,6 +5,7 @@
 #include "db.h"
 #include "runs.h"
 #include "session.h"
+#include "text.h"
 
 /* ?1 the prefix, ?2 the prefix followed by '~', ?3 the limit. */
 #define RANGE(t) t ".run_id >= ?1 AND " t ".run_id < ?2"
@@ -31,8 +32,7 @@ static const char *const set_sql[] = {
 static bool
 prefix_possible(const char *p)
 {
-	return strlen(p) <= RUN_ID_MAX && strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	    "0123456789._:-") == strlen(p);
+	return text_is_id(p, 0, RUN_ID_MAX);
 }
 
 int

@@ -8,6 +8,7 @@
 #include "runs.h"
 #include "session.h"
 #include "shares.h"
+#include "text.h"
 
 #define ARG_MAX_COUNT 1024
 #define ARG_MAX_BYTES 32768
@@ -18,12 +19,7 @@
 bool
 run_id_valid(const char *id)
 {
-	size_t n = 0;
-
-	for (; id[n]; n++)
-		if (!isalnum((unsigned char)id[n]) && !strchr("._:-", id[n]))
-			return false;
-	return n >= 1 && n <= RUN_ID_MAX;
+	return text_is_id(id, 1, RUN_ID_MAX);
 }
 
 static int

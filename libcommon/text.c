@@ -1,5 +1,6 @@
 /* text — see text.h. */
 #include <stdint.h>
+#include <string.h>
 
 #include "text.h"
 
@@ -54,4 +55,12 @@ text_safe(char *dst, size_t n, const char *src)
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+bool
+text_is_id(const char *s, size_t min, size_t max)
+{
+	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
+
+	return s[n] == '\0' && n >= min && n <= max;
 }

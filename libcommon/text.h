@@ -12,10 +12,16 @@
 #ifndef EK_TEXT_H
 #define EK_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Copy src into dst (n bytes, NUL-terminated, cut on a character
  * boundary), each unsafe byte or character replaced by '?'; returns dst. */
 char *text_safe(char *dst, size_t n, const char *src);
+
+/* The one id alphabet (run ids, transaction ids, what the dispatcher
+ * issues in that shape): is s 1 to max bytes of [A-Za-z0-9._:-]?  With
+ * min 0 the empty string passes too (a prefix being typed). */
+bool text_is_id(const char *s, size_t min, size_t max);
 
 #endif
