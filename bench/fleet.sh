@@ -28,18 +28,21 @@ usage() {
 Usage: bench/fleet.sh [BUILD]
 A fleet of exec-loop executors against one exec-dispatcher: steady state,
 results retained through a dispatcher outage, then recovery, with and
-without the gate (--max-inflight).  BUILD: the build dir [\$BUILD, else
+without the gate (--max-inflight, --max-rate).  BUILD: the build dir [\$BUILD, else
 $top/build].
 
 Environment (defaults in brackets):
   FLEET_N            executors [100]
   FLEET_RESULTS      results each executor retains through the outage [30]
-  FLEET_GATE         the gated run's --max-inflight [8]
+  FLEET_GATE         the gated run's --max-inflight [16]
+  FLEET_MAX_RATE     the gated run's --max-rate [2 x the ungated run's steady
+                     requests/s, less 2 per executor tick (a heartbeat and a
+                     refusal), at least half the steady rate; 0: none]
   FLEET_JITTER_MS    the gated run's exec-loop --jitter-ms [2000]
   FLEET_TICK         exec-loop --tick, seconds [FLEET_N / 20, at least 1: 5 for 100]
   FLEET_SLOTS        exec-loop --slots [4]
   FLEET_WORK         steady work: /bin/true runs a second, fleet-wide
-                     [FLEET_N / (4 x tick), at least 1: a run every 4 ticks each]
+                     [FLEET_N / (2 x tick), at least 1: a run every 2 ticks each]
   FLEET_STEADY_S     seconds of steady state measured [4 ticks, at least 5]
   FLEET_OUTAGE_S     seconds the dispatcher stays down [a tick, at least 3]
   FLEET_RETAIN_MAX   seconds the fleet may take to retain the results [300]
@@ -61,13 +64,14 @@ num() {   # NAME DEFAULT: a non-negative integer from the environment
 N=$(num FLEET_N 100)
 RESULTS=$(num FLEET_RESULTS 30)
 R=$RESULTS
-GATE=$(num FLEET_GATE 8)
+GATE=$(num FLEET_GATE 16)
+MAX_RATE=${FLEET_MAX_RATE:+$(num FLEET_MAX_RATE 0)}   # empty: from the ungated run
 JITTER=$(num FLEET_JITTER_MS 2000)
 # The tick sets the fleet's process rate (about 3 tools a tick per executor):
 # 20 executor ticks a second fit 2 cores beside the dispatcher.
 TICK=$(num FLEET_TICK $(((N + 19) / 20)))
 SLOTS=$(num FLEET_SLOTS 4)
-WORK=$(num FLEET_WORK $((N / (4 * TICK) > 1 ? N / (4 * TICK) : 1)))
+WORK=$(num FLEET_WORK $((N / (2 * TICK) > 1 ? N / (2 * TICK) : 1)))
 STEADY_S=$(num FLEET_STEADY_S $((4 * TICK > 5 ? 4 * TICK : 5)))
 OUTAGE_S=$(num FLEET_OUTAGE_S $((TICK > 3 ? TICK : 3)))
 RETAIN_MAX=$(num FLEET_RETAIN_MAX 300)
@@ -98,6 +102,10 @@ else
 	jitter_note="none: this exec-loop has no --jitter-ms yet (runs without it)"
 	say "note: $loop --help lists no --jitter-ms: both runs go without first-pass jitter"
 	JITTER=
+fi
+if ! "$B/exec-dispatcher" --help | grep -q -- '--max-rate'; then
+	say "note: this exec-dispatcher has no --max-rate: the gate is --max-inflight alone"
+	MAX_RATE=0
 fi
 
 # The fleet's own CPU: this script moves itself into a cgroup v2 of its own
@@ -361,7 +369,11 @@ fleet_run() {   # MODE (gate | nogate)
 	mkdir -p "$d"
 	loop_opts=()
 	if [ "$mode" = gate ]; then
-		gate_opts=(--max-inflight "$GATE" --retry-after 1)
+		# The operator's bound: P <= 2 leaves 2 x steady; heartbeats pass
+		# the gate and each executor tick may meet one refusal.
+		[ -n "$MAX_RATE" ] || MAX_RATE=$(awk -v s="$(fig nogate steady_rate)" -v h="$((N / TICK))" \
+			'BEGIN { r = int(2 * s - 2 * h); if (r < s / 2) r = int(s / 2) + 1; print r }')
+		gate_opts=(--max-inflight "$GATE" --max-rate "$MAX_RATE" --retry-after 1)
 		[ -z "$JITTER" ] || loop_opts=(--jitter-ms "$JITTER")
 	else
 		gate_opts=(--max-inflight 0)
@@ -487,13 +499,14 @@ fleet_run() {   # MODE (gate | nogate)
 	stop_bg   # the queries below are not the fleet's
 
 	# What is left and what went wrong.
-	local sum sessions ledger expired dup sample bad=0 rid
+	local sum sessions ledger expired dup sample bad=0 rid st
 	sum=$(get /admin/summary) || die "GET /admin/summary failed"
 	results=$(field "$sum" results)
 	ledger=$(field "$sum" ledger_total)
 	sessions=$(get /admin/sessions) || die "GET /admin/sessions failed"
 	expired=$(count_of "$sessions" '"status":"expired"')
 	dup=$((ledger - results))
+	st=$(get /admin/stats) || die "GET /admin/stats failed"
 	# Each run charged once: the ledger of a sample of runs, one charge each.
 	for ((i = 1; i <= 20; i++)); do
 		rid=retain-$(((i * 7919) % total + 1))
@@ -503,7 +516,8 @@ fleet_run() {   # MODE (gate | nogate)
 	retained "$d"
 	loops_alive
 	echo "want=$want results=$results ledger=$ledger dup=$dup expired=$expired undelivered=$tot" \
-		"refused=$refused_n ledger_sample_bad=$bad dead=$dead" >"$d/end"
+		"refused=$refused_n ledger_sample_bad=$bad dead=$dead gated_rate=$(field "$st" gated_rate)" \
+		"retry_after_max=$(field "$st" retry_after_max)" >"$d/end"
 	say "$mode: recorded $results of $want; ledger $ledger; expired $expired; undelivered $tot; loops ended $dead"
 
 	say "$mode: stopping the fleet"
@@ -675,7 +689,7 @@ read -r load_end _ </proc/loadavg
 declare -A z
 {
 	echo "fleet bench: $N executors (exec-loop --tick $TICK --slots $SLOTS), $R results each; steady work $WORK /bin/true runs/s"
-	echo "gate: --max-inflight $GATE --retry-after 1; jitter: $jitter_note; load average at start $load, at end $load_end"
+	echo "gate: --max-inflight $GATE --max-rate $MAX_RATE --retry-after 1 (plus a spread); jitter: $jitter_note; load average at start $load, at end $load_end"
 	if [ -n "$floor_rate" ]; then
 		echo "dispatcher result rate, one client (floor_drain, $floor_m results; before, between, after the runs):" \
 			"$(tr '\n' ' ' <"$work/floor/rates")-> median $floor_rate results/s"
@@ -699,6 +713,8 @@ declare -A z
 	row "recovery: CPU of the bench (cgroup)" rec_cg " %"
 	row "recovery: results recorded/s, best window" rec_results_peak ""
 	row "recovery: 429 answered (gated_429)" gated ""
+	row "recovery: of which past --max-rate" gated_rate ""
+	row "recovery: longest Retry-After told" retry_after_max " s"
 	row "recovery: heartbeat p50" hb_rec_p50 " ms"
 	row "recovery: heartbeat p99" hb_rec_p99 " ms"
 	row "recovery: probe heartbeats failed" hb_rec_failed ""
@@ -745,7 +761,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 	cat >"$DATA/fleet.gp" <<GP
 set terminal $term
 set output '$PNG'
-set multiplot layout 3,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate vs gate (--max-inflight $GATE, Retry-After 1 s; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
+set multiplot layout 3,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate vs gate (--max-inflight $GATE --max-rate $MAX_RATE, Retry-After 1 s + spread; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
 set grid
 set lmargin 12
 set rmargin 34

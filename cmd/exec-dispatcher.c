@@ -57,7 +57,11 @@ usage(void)
 	    "      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
 	    "      --max-inflight N  past N requests in flight, answer 429 with Retry-After\n"
 	    "                        (heartbeats and negotiations never; default 0: no gate)\n"
-	    "      --retry-after S   the Retry-After of a gated request, in seconds (default 1)\n"
+	    "      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
+	    "                        429 with Retry-After (default 0: no rate bound)\n"
+	    "      --retry-after S   the least Retry-After of a gated request, in seconds\n"
+	    "                        (default 1); a random spread over the gate's backlog\n"
+	    "                        is added\n"
 	    "      --settle-after-ms N\n"
 	    "                        N ms after a session ended, ask its executor's current\n"
 	    "                        session about the runs it left (default 30000)\n"
@@ -73,7 +77,7 @@ usage(void)
 }
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
-	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
+	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
 	OPT_ABANDON_AFTER_MS };
 
 /* The longest wait --settle-after-ms and --abandon-after-ms take: ten years. */
@@ -88,6 +92,7 @@ static const struct option options[] = {
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS },
 	{ "incarnation", required_argument, NULL, OPT_INCARNATION },
 	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
+	{ "max-rate", required_argument, NULL, OPT_MAX_RATE },
 	{ "retry-after", required_argument, NULL, OPT_RETRY_AFTER },
 	{ "settle-after-ms", required_argument, NULL, OPT_SETTLE_AFTER_MS },
 	{ "abandon-after-ms", required_argument, NULL, OPT_ABANDON_AFTER_MS },
@@ -122,9 +127,11 @@ parse_args(int argc, char **argv)
 				    argv[optind - 1], optarg);
 			break;
 		case OPT_MAX_INFLIGHT:
-			if (cli_parse_i64(optarg, 0, 1000000, &dsp.cfg.max_inflight) < 0)
-				return cli_usage_error(PROG, "--max-inflight: '%s' is not a number from 0 "
-				    "to 1000000", optarg);
+		case OPT_MAX_RATE:
+			if (cli_parse_i64(optarg, 0, 1000000, c == OPT_MAX_RATE ? &dsp.cfg.max_rate :
+			    &dsp.cfg.max_inflight) < 0)
+				return cli_usage_error(PROG, "%s: '%s' is not a number from 0 to 1000000",
+				    c == OPT_MAX_RATE ? "--max-rate" : "--max-inflight", optarg);
 			break;
 		case OPT_RETRY_AFTER:
 			if (cli_parse_i64(optarg, 1, 3600, &dsp.cfg.retry_after_s) < 0)

@@ -123,7 +123,8 @@ enum { MAX_CONNECTIONS = 256 };          /* also bounds the in-flight table */
 struct config {
 	int64_t port, lease_ms, heartbeat_ms;
 	int64_t max_inflight;            /* the gate: 0 = none (see http.c) */
-	int64_t retry_after_s;           /* what a gated request is told to wait */
+	int64_t max_rate;                /* the gate's requests a second: 0 = none */
+	int64_t retry_after_s;           /* the least a gated request is told to wait */
 	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
 	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
 	const char *port_file, *store, *incarnation;
@@ -149,6 +150,8 @@ extern struct dispatcher dsp;
 
 struct http_stats {
 	int64_t in_flight, max_in_flight, requests, gated_429;
+	int64_t gated_rate;              /* of gated_429, refused by --max-rate */
+	int64_t retry_after_max;         /* the longest Retry-After the gate told */
 };
 
 /* The request counters since start (GET /admin/stats). */

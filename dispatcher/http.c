@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "dispatcher.h"
@@ -259,17 +260,31 @@ dispatch(struct req *rq)
 }
 
 /*
- * The gate (--max-inflight N).  Past N requests in flight, a request is
- * answered 429 with Retry-After, unhandled — except heartbeats and
+ * The gate.  Two bounds on the requests it may refuse, each optional:
+ * --max-inflight N (past N of them in flight) and --max-rate N (a token
+ * bucket: N a second, a burst of a tenth of that).  Past either, a request
+ * is answered 429 with Retry-After, unhandled — except heartbeats and
  * negotiations, which are never refused for load (a session must not
  * expire because its executor's deliveries were throttled), and the admin
  * endpoints.  The gate counts the requests it may refuse, each from its
  * first byte to its end; /admin/stats counts every request.
  */
 static struct {
-	atomic_llong in_flight, max_in_flight, requests, gated_429;
+	atomic_llong in_flight, max_in_flight, requests, gated_429, gated_rate, retry_after_max;
 	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
 } stats;
+
+/* The gate's memory, under mu: the bucket, and what it admitted and
+ * refused in this 1-s window and the one before (for Retry-After). */
+static struct {
+	pthread_mutex_t mu;
+	double tokens;
+	int64_t refill_ms, window;
+	int64_t admitted[2], refused[2];
+	uint64_t rng;
+} gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .tokens = -1 };
+
+enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
 
 /* Is rq one the gate never refuses? */
 static bool
@@ -299,15 +314,83 @@ gate_enter(struct req *rq)
 		;
 }
 
-/* Past the gate?  Then rq is answered 429 in the handler's place. */
+/* Move the 1-s windows and refill the bucket up to now (under gate.mu). */
+static void
+gate_advance(int64_t now)
+{
+	double burst = dsp.cfg.max_rate / 10.0 < 1 ? 1 : dsp.cfg.max_rate / 10.0;
+
+	if (now / 1000 != gate.window) {
+		bool next = now / 1000 == gate.window + 1;
+
+		gate.admitted[1] = next ? gate.admitted[0] : 0;
+		gate.refused[1] = next ? gate.refused[0] : 0;
+		gate.admitted[0] = gate.refused[0] = 0;
+		gate.window = now / 1000;
+	}
+	if (gate.tokens < 0)
+		gate.tokens = burst;
+	gate.tokens += (double)(now - gate.refill_ms) * (double)dsp.cfg.max_rate / 1000.0;
+	if (gate.tokens > burst)
+		gate.tokens = burst;
+	gate.refill_ms = now;
+}
+
+/*
+ * The Retry-After of a refused request (under gate.mu): --retry-after plus
+ * a random 0..spread seconds, the spread being the time the gate needs to
+ * admit what it refused in the last two windows at its rate (--max-rate,
+ * else what it admitted in the last window).  Refused executors come back
+ * spread over the backlog the gate sees, not all a second later.
+ */
+static int
+gate_retry_after(void)
+{
+	int64_t refused = gate.refused[0] + gate.refused[1];
+	int64_t rate = dsp.cfg.max_rate > 0 ? dsp.cfg.max_rate :
+	    gate.admitted[1] > gate.admitted[0] ? gate.admitted[1] : gate.admitted[0];
+	int64_t spread = (refused + (rate > 0 ? rate : 1) - 1) / (rate > 0 ? rate : 1);
+
+	if (spread > SPREAD_MAX_S)
+		spread = SPREAD_MAX_S;
+	gate.rng ^= gate.rng << 13;   /* xorshift64: jitter, not a secret */
+	gate.rng ^= gate.rng >> 7;
+	gate.rng ^= gate.rng << 17;
+	return (int)(dsp.cfg.retry_after_s + (int64_t)(gate.rng % (uint64_t)(spread + 1)));
+}
+
+/* Past the gate?  Then rq is answered 429 in the handler's place, with
+ * rq->retry_after_s set. */
 static bool
 gate_closed(struct req *rq)
 {
-	if (dsp.cfg.max_inflight <= 0 || !rq->gateable ||
-	    atomic_load(&stats.gateable) <= dsp.cfg.max_inflight)
+	bool full, fast = false;
+	long long max;
+
+	if ((dsp.cfg.max_inflight <= 0 && dsp.cfg.max_rate <= 0) || !rq->gateable)
 		return false;
+	pthread_mutex_lock(&gate.mu);
+	if (!gate.rng)
+		gate.rng = ((uint64_t)mono_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
+	gate_advance(mono_ms());
+	full = dsp.cfg.max_inflight > 0 && atomic_load(&stats.gateable) > dsp.cfg.max_inflight;
+	if (!full && dsp.cfg.max_rate > 0 && !(fast = gate.tokens < 1))
+		gate.tokens -= 1;
+	if (!full && !fast) {
+		gate.admitted[0]++;
+		pthread_mutex_unlock(&gate.mu);
+		return false;
+	}
+	gate.refused[0]++;
+	rq->retry_after_s = gate_retry_after();
+	pthread_mutex_unlock(&gate.mu);
 	atomic_fetch_add(&stats.gated_429, 1);
-	rq->retry_after_s = (int)dsp.cfg.retry_after_s;
+	if (fast)
+		atomic_fetch_add(&stats.gated_rate, 1);
+	max = atomic_load(&stats.retry_after_max);
+	while (rq->retry_after_s > max &&
+	    !atomic_compare_exchange_weak(&stats.retry_after_max, &max, rq->retry_after_s))
+		;
 	return true;
 }
 
@@ -318,6 +401,8 @@ http_stats_read(struct http_stats *out)
 	out->max_in_flight = atomic_load(&stats.max_in_flight);
 	out->requests = atomic_load(&stats.requests);
 	out->gated_429 = atomic_load(&stats.gated_429);
+	out->gated_rate = atomic_load(&stats.gated_rate);
+	out->retry_after_max = atomic_load(&stats.retry_after_max);
 }
 
 /* A new request: copy method and path, route it, take a fault. */
@@ -391,8 +476,9 @@ req_finish(struct req *rq)
 	if (gate_closed(rq)) {
 		json_decref(rq->in);
 		rq->in = NULL;
-		r = respond(rq, fail(rq, 429, "overloaded", "more than %lld requests in flight; "
-		    "retry after %d s", (long long)dsp.cfg.max_inflight, rq->retry_after_s));
+		r = respond(rq, fail(rq, 429, "overloaded", "past the gate (--max-inflight %lld, "
+		    "--max-rate %lld); retry after %d s", (long long)dsp.cfg.max_inflight,
+		    (long long)dsp.cfg.max_rate, rq->retry_after_s));
 	} else {
 		r = fault_serve(rq);
 	}

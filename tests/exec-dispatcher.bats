@@ -641,7 +641,10 @@ default_dispatcher() {
 	run curl -sS --noproxy '*' --max-time "$WAIT_S" -i -H @"$BATS_TEST_TMPDIR/auth" \
 		--data-binary "$(result_body r2)" "$DISP_URL/v1/results"
 	assert_output --partial "HTTP/1.1 429"
-	assert_output --regexp "Retry-After: 7"
+	assert_output --regexp "Retry-After: [0-9]+"
+	local ra
+	ra=$(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' <<<"$output")
+	[[ $ra -ge 7 && $ra -le 67 ]]                           # --retry-after 7, plus a spread of 0..60
 	assert_output --partial '"error":"overloaded"'
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 ]]                                      # never refused for load
@@ -653,6 +656,67 @@ default_dispatcher() {
 	[[ $(field state) == offered ]]                         # not handled
 	kill "$bg" 2>/dev/null || true
 	wait "$bg" || true
+}
+
+@test "the gate: past --max-rate a result gets 429 with a spread Retry-After, a heartbeat never" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/g"
+	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after 3
+	negotiate
+	take r1
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	result_body r1 >"$BATS_TEST_TMPDIR/res1"
+	# 30 reports on one connection: far more than one a second (a burst of 1)
+	local i urls=()
+	for i in $(seq 30); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results"); done
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -D "$BATS_TEST_TMPDIR/heads" \
+		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
+	local refused ras
+	refused=$(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads")
+	[[ $refused -ge 1 ]]
+	ras=$(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/heads" | sort -n)
+	[[ $(wc -l <<<"$ras") == "$refused" ]]                   # every 429 carries one
+	[[ $(head -n 1 <<<"$ras") -ge 3 && $(tail -n 1 <<<"$ras") -le 63 ]]   # 3 + 0..60
+	api GET /admin/stats
+	[[ $(num gated_429) == "$refused" && $(num gated_rate) == "$refused" ]]
+	[[ $(num retry_after_max) == "$(tail -n 1 <<<"$ras")" && $(num max_rate) == 1 ]]
+	# heartbeats and negotiations pass however many come
+	urls=()
+	for i in $(seq 30); do urls+=(-o /dev/null -X POST "$DISP_URL/v1/sessions/$SID/heartbeat"); done
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -w '%{http_code}\n' \
+		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" >"$BATS_TEST_TMPDIR/codes" || fail "curl failed"
+	[[ $(grep -c '^200$' "$BATS_TEST_TMPDIR/codes") == 30 ]]
+	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":\"$XID2$XID2\"}"
+	[[ $code == 201 ]]
+	api GET /admin/stats
+	[[ $(num gated_429) == "$refused" ]]
+}
+
+@test "the gate's Retry-After spreads: with many refused, not every executor is told the least" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/g"
+	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after 1
+	negotiate
+	take r1
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	result_body r1 >"$BATS_TEST_TMPDIR/res1"
+	local i urls=()
+	for i in $(seq 60); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results"); done
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -D "$BATS_TEST_TMPDIR/heads" \
+		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
+	# past the first refusal the spread is at least 1 s: 1 + 0..spread, random;
+	# that every one of the refused would draw 0 is a chance below 2^-20
+	[[ $(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads") -ge 25 ]] ||
+		skip "fewer than 25 of 60 reports refused: the machine took 35 s for them"
+	sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/heads" | sort -un >"$BATS_TEST_TMPDIR/ras"
+	[[ $(wc -l <"$BATS_TEST_TMPDIR/ras") -ge 2 ]]
+}
+
+@test "--max-rate takes 0 to 1000000" {
+	run "$DISP_BIN" --max-rate x
+	[[ $status -eq 64 && $output == *"--max-rate: 'x' is not a number from 0 to 1000000"* ]]
+	run "$DISP_BIN" --max-rate -1
+	[[ $status -eq 64 ]]
 }
 
 @test "a 503 or 429 fault with delay_ms carries Retry-After" {

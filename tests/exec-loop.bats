@@ -144,6 +144,25 @@ exited() {
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'closed'")" = "$n" ]
 }
 
+@test "the first reconcile pass after a start goes when its jitter ends, not at the next tick" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec j1)" "$(spec j2)"
+	fault 5xx 100
+	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
+	admin DELETE /admin/faults >/dev/null
+	[ "$(sql "SELECT count(*) FROM results")" = 2 ]          # retained: a pass is due
+	exec-session close >/dev/null
+	# a tick of an hour: only the wake at the jitter's end can start the pass
+	start_loop --tick 3600 --jitter-ms 300
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
+	# stop it: TERM is handled once the tick's sleep ends, so end that sleep
+	kill -TERM "$LOOP_PID"
+	wait_until 'pkill -TERM -P "$LOOP_PID" -x sleep; exited "$LOOP_PID"'
+	wait "$LOOP_PID"
+	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
+}
+
 @test "after a start (or an outage) the first reconcile pass waits within --jitter-ms; with 0 it goes at once" {
 	start_dispatcher
 	open_session
