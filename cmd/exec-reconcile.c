@@ -29,6 +29,7 @@
 #include "runs.h"
 #include "session.h"
 #include "state.h"
+#include "timefmt.h"
 
 static const char PROG[] = "exec-reconcile";
 
@@ -339,31 +340,6 @@ collect(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
-/* "30d", "12h", "90m" or "3600s" to ms.  The unit is required: a bare "30"
- * is more likely 30 days meant than 30 seconds, and a prune cannot be undone. */
-static int
-parse_age(const char *s, int64_t *ms)
-{
-	static const struct { char unit; int64_t ms; } units[] = {
-		{ 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 } };
-	char num[32];
-	size_t len = strlen(s), i;
-	int64_t v, mult = 0;
-
-	if (len == 0 || len >= sizeof num)
-		return -1;
-	memcpy(num, s, len + 1);
-	for (i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (num[len - 1] == units[i].unit) {
-			mult = units[i].ms;
-			num[len - 1] = '\0';
-		}
-	if (mult == 0 || cli_parse_i64(num, 0, INT64_MAX / 86400000, &v) < 0)
-		return -1;
-	*ms = v * mult;
-	return 0;
-}
-
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -385,7 +361,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_ADOPTABLE: o->adoptable = 1; break;
 		case OPT_EXPORT: o->export_path = optarg; break;
 		case OPT_PRUNE:
-			if (parse_age(optarg, &o->prune_age_ms) < 0)
+			if (timefmt_parse_age(optarg, &o->prune_age_ms) < 0)
 				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age with its unit, "
 				    "like 30d, 12h, 90m or 3600s", optarg);
 			break;

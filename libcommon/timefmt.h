@@ -22,8 +22,10 @@ char *timefmt_when(char *buf, size_t n, int64_t epoch_ms);
 /* ms as an elapsed time into buf; "-" when negative. */
 char *timefmt_elapsed(char *buf, size_t n, int64_t ms);
 
-/* "30d", "12h", "90m" or "3600s" to ms.  The unit is required, as for
- * exec-reconcile --prune-receipts: a bare "30" is refused.  0 or -1. */
+/* "30d", "12h", "90m" or "3600s" to ms (exec-reconcile --prune-receipts,
+ * exec-inspect list --since).  The unit is required: a bare "30" is more
+ * likely 30 days meant than 30 seconds, and a prune cannot be undone.
+ * 0 or -1. */
 int timefmt_parse_age(const char *s, int64_t *ms);
 
 #endif
