@@ -35,14 +35,14 @@ for variant in plain sanitizers; do
 	done
 done
 
-# The loaded run: the drills, the shares suite and the loop (the ones that
-# failed on a loaded machine before), again on the plain build, while
-# stress-ng keeps 4 CPU workers busy (about twice what 2 cores hold).  The
-# tests wait on events with generous bounds, so load only makes them
-# slower; a failure here is a timing assumption that a loaded machine
-# breaks.  The two kill -9 crash drills sit this one out: each crash waits
-# on events already, both run in the plain and the sanitizer passes, and
-# under this load they alone would take half the run's time.
+# The loaded run: the drills and the shares suite (the ones that failed on
+# a loaded machine before), again on the plain build, while stress-ng
+# keeps 4 CPU workers busy (about twice what 2 cores hold).  The tests wait
+# on events with generous bounds, so load only makes them slower; a
+# failure here is a timing assumption that a loaded machine breaks.  The
+# two kill -9 crash drills sit this one out: each crash waits on events
+# already, both run in the plain and the sanitizer passes, and under this
+# load they alone took half the run's time.
 loaded_pass=0
 loaded_fail=0
 if [ -x build/exec-run ]; then
@@ -51,12 +51,12 @@ if [ -x build/exec-run ]; then
 	for f in tests/drills/*.bats; do
 		case $f in */crash-run.bats | */crash-deliver.bats) ;; *) loaded="$loaded $f" ;; esac
 	done
-	loaded="$loaded tests/exec-shares.bats tests/exec-loop.bats"
+	loaded="$loaded tests/exec-shares.bats"
 	stress-ng --cpu 4 --timeout 1800s --quiet >/dev/null 2>&1 &
 	stress=$!
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # the list is words
-	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 LOOP_STOPS=20 \
+	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
 		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null || true
 	kill "$stress" 2>/dev/null
 	wait "$stress" 2>/dev/null
