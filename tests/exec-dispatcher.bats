@@ -658,20 +658,26 @@ default_dispatcher() {
 	wait "$bg" || true
 }
 
-@test "the gate: past --max-rate a result gets 429 with a spread Retry-After, a heartbeat never" {
+# gated_flood N S: a dispatcher with --max-rate 1 --retry-after S, and r1's
+# result reported N times on one connection (far more than one a second);
+# the answers' headers in $BATS_TEST_TMPDIR/heads.
+gated_flood() {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/g"
-	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after 3
+	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after "$2"
 	negotiate
 	take r1
 	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
 	result_body r1 >"$BATS_TEST_TMPDIR/res1"
-	# 30 reports on one connection: far more than one a second (a burst of 1)
 	local i urls=()
-	for i in $(seq 30); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results"); done
+	for i in $(seq "$1"); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results"); done
 	curl -sS --noproxy '*' --max-time "$WAIT_S" -D "$BATS_TEST_TMPDIR/heads" \
 		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
-	local refused ras
+}
+
+@test "the gate: past --max-rate a result gets 429 with a spread Retry-After, a heartbeat never" {
+	gated_flood 30 3   # a burst of 1
+	local i urls refused ras
 	refused=$(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads")
 	[[ $refused -ge 1 ]]
 	ras=$(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/heads" | sort -n)
@@ -693,17 +699,7 @@ default_dispatcher() {
 }
 
 @test "the gate's Retry-After spreads: with many refused, not every executor is told the least" {
-	stop_dispatcher
-	mkdir "$BATS_TEST_TMPDIR/g"
-	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after 1
-	negotiate
-	take r1
-	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
-	result_body r1 >"$BATS_TEST_TMPDIR/res1"
-	local i urls=()
-	for i in $(seq 60); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res1" "$DISP_URL/v1/results"); done
-	curl -sS --noproxy '*' --max-time "$WAIT_S" -D "$BATS_TEST_TMPDIR/heads" \
-		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
+	gated_flood 60 1
 	# past the first refusal the spread is at least 1 s: 1 + 0..spread, random;
 	# that every one of the refused would draw 0 is a chance below 2^-20
 	[[ $(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads") -ge 25 ]] ||

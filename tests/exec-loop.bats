@@ -144,15 +144,21 @@ exited() {
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'closed'")" = "$n" ]
 }
 
-@test "the first reconcile pass after a start goes when its jitter ends, not at the next tick" {
+# two_retained: j1 and j2 ran, their results retained (a pass is due), and
+# the session closed, so that a loop starts with a first pass to make.
+two_retained() {
 	start_dispatcher
 	open_session
 	submit_and_accept "$(spec j1)" "$(spec j2)"
 	fault 5xx 100
 	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
 	admin DELETE /admin/faults >/dev/null
-	[ "$(sql "SELECT count(*) FROM results")" = 2 ]          # retained: a pass is due
+	[ "$(sql "SELECT count(*) FROM results")" = 2 ] || fail "not retained"
 	exec-session close >/dev/null
+}
+
+@test "the first reconcile pass after a start goes when its jitter ends, not at the next tick" {
+	two_retained
 	# a tick of an hour: only the wake at the jitter's end can start the pass
 	start_loop --tick 3600 --jitter-ms 300
 	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
@@ -164,14 +170,7 @@ exited() {
 }
 
 @test "after a start (or an outage) the first reconcile pass waits within --jitter-ms; with 0 it goes at once" {
-	start_dispatcher
-	open_session
-	submit_and_accept "$(spec j1)" "$(spec j2)"
-	fault 5xx 100
-	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
-	admin DELETE /admin/faults >/dev/null
-	[ "$(sql "SELECT count(*) FROM results")" = 2 ]          # retained: a pass is due
-	exec-session close >/dev/null
+	two_retained
 	local reports beat
 	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
 	# a jitter window of an hour: the loop heartbeats on, but no pass starts

@@ -41,16 +41,19 @@ load drill
 	[ "$(grep -c '^600 ' <<<"$output")" = $(($(grep -c . <<<"$output") - 2)) ]
 }
 
+# A dispatcher that logs (no --quiet), to $BATS_TEST_TMPDIR/disp.log: the
+# log is one more place a secret must not reach.
+start_logging_dispatcher() {
+	local portfile="$BATS_TEST_TMPDIR/disp.port"
+	exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
+		>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+	DISP_PID=$!
+	wait_for test -s "$portfile"
+	DISP_URL="http://127.0.0.1:$(cat "$portfile")"
+}
+
 @test "the session credential appears in no argv, environment, stderr, log or output" {
-	start_dispatcher() {   # this one logs: no --quiet
-		local portfile="$BATS_TEST_TMPDIR/disp.port" i
-		exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
-			>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
-		DISP_PID=$!
-		wait_for test -s "$portfile"
-		DISP_URL="http://127.0.0.1:$(cat "$portfile")"
-	}
-	start_dispatcher
+	start_logging_dispatcher
 	exec 4>"$BATS_TEST_TMPDIR/all.out"
 	specs=()
 	for i in 1 2 3; do specs+=("$(gspec "x$i" 0 1)"); done
@@ -102,15 +105,7 @@ load drill
 }
 
 @test "the executor key appears in no tool's output, log, argv or guest environment; the dispatcher keeps its SHA-256" {
-	start_dispatcher() {   # this one logs: no --quiet
-		local portfile="$BATS_TEST_TMPDIR/disp.port"
-		exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
-			>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
-		DISP_PID=$!
-		wait_for test -s "$portfile"
-		DISP_URL="http://127.0.0.1:$(cat "$portfile")"
-	}
-	start_dispatcher
+	start_logging_dispatcher
 	exec 4>"$BATS_TEST_TMPDIR/all.out"
 	exec-session open --dispatcher "$DISP_URL" >&4 2>&4
 	exec-session open --adopt --json --dispatcher "$DISP_URL" >&4 2>&4
