@@ -369,6 +369,11 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), slots, e);
 	if (rc == 0)
 		rc = chain_refusal(st, &r, e);
+	/* A starter's supervisor that finds its run taken (a chaining one got
+	 * there first) has nothing to say: its starter counts it as not
+	 * started.  A refusal for the session is still said. */
+	if (rc < 0 && o->ready_fd >= 0 && e->code == EK_TEMPFAIL)
+		rc = 0, ek_clear(e);
 	if (o->ready_fd >= 0) {
 		/* Tell the starter the marker is committed (if it is gone, the
 		 * write fails and we supervise anyway), then let go. */
@@ -793,5 +798,7 @@ main(int argc, char **argv)
 	else
 		rc = cmd_sweep(&st, &o, &e);
 	state_close(&st);
+	if (rc < 0)
+		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

@@ -5,6 +5,9 @@
 
 load helpers
 
+# TS: how a detached supervisor's lines begin (the local time, with its offset).
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
+
 @test "a run runs once, its result is acknowledged and the execution row is deleted" {
 	ready r1 /bin/echo '["hello"]'
 	run exec-run start --wait
@@ -412,6 +415,18 @@ gate() {
 	assert_output "started long"
 	run exec-run --chain --slots 1 supervise q1
 	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --partial "run 'q1' is queued: not startable now"
+	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = queued ]
+	# started by a starter (a ready descriptor), it loses the race quietly:
+	# the starter, reading no word, counts it as not started
+	run exec-run --chain --slots 1 supervise --ready-fd 3 q1 3>"$BATS_TEST_TMPDIR/ready"
+	assert_success
+	assert_output ""
+	[ ! -s "$BATS_TEST_TMPDIR/ready" ]
+	# a detached supervisor's own error line begins with the time
+	run exec-run --chain --slots 1 --log-stamps supervise q1
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	assert_output --regexp "^$TS exec-run: run 'q1' is queued: not startable now"
 	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = queued ]
 	touch "$BATS_TEST_TMPDIR/open-long"
 	run exec-run wait --timeout-ms "$WAIT_MS"
@@ -469,9 +484,6 @@ gate() {
 	assert_success
 	[ "$(cat "$EXEC_STATE_DIR/out/fds.stdout")" = end ]
 }
-
-# TS: how a detached supervisor's lines begin (the local time, with its offset).
-TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 
 @test "a detached supervisor's lines go to out/supervisors.log, each beginning with the time" {
 	ready d1
