@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,7 +37,8 @@
 
 static const char PROG[] = "exec-accept";
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT, OPT_PREFETCH };
+enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT, OPT_PREFETCH,
+	OPT_WAIT };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -47,6 +49,7 @@ static const struct option options[] = {
 	{ "max", required_argument, NULL, OPT_MAX },
 	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "wait-ms", required_argument, NULL, OPT_WAIT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -60,6 +63,8 @@ static const char USAGE[] =
 	"      --max N            with --from-dispatcher: at most N runs (default 100)\n"
 	"      --prefetch N       with --from-dispatcher: at most N runs queued here in\n"
 	"                         all, counting those already queued (exec-loop: its slots)\n"
+	"      --wait-ms N        with --from-dispatcher: when there is no work, wait up\n"
+	"                         to N ms (at most 30000) for some to be submitted\n"
 	"      --session SID      refuse unless SID is the current session\n"
 	"      --timeout-ms N     bound each dispatcher request to N ms (default 5000)\n"
 	"      --json             one JSON outcome per input line (doc/json.md)\n"
@@ -74,7 +79,7 @@ static const char USAGE[] =
 
 struct opts {
 	const char *state_dir, *session;
-	int64_t max, timeout_ms, prefetch;
+	int64_t max, timeout_ms, prefetch, wait_ms;
 	int json, from_dispatcher;
 };
 
@@ -456,28 +461,51 @@ feed_max(struct state *st, const struct session *s, const struct opts *o, int64_
 	return 0;
 }
 
+/* With --wait-ms, an empty answer that came early (a dispatcher that does
+ * not wait, or nothing asked for) is waited out here: a caller that loops
+ * on us never spins. */
+static void
+wait_out(const struct opts *o, int64_t since, const json_t *feed)
+{
+	int64_t left = since + o->wait_ms - mono_ms();
+	struct timespec ts;
+
+	if (left <= 0 || json_array_size(json_object_get(feed, "runs")) > 0)
+		return;
+	ts.tv_sec = left / 1000;
+	ts.tv_nsec = (long)(left % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
 static int
 pull_feed(struct state *st, const struct session *s, const struct opts *o, json_t **feed, struct ek_err *e)
 {
 	char path[256], cred[256];
-	int64_t max;
+	int64_t max, since = mono_ms();
 	int rc;
 
 	if (feed_max(st, s, o, &max, e) < 0)
 		return -1;
 	if (max <= 0) {
 		*feed = json_pack("{s:[]}", "runs");   /* enough queued here already */
-		return *feed ? 0 : ek_fail(e, EK_OSERR, "out of memory");
+		if (!*feed)
+			return ek_fail(e, EK_OSERR, "out of memory");
+		wait_out(o, since, *feed);
+		return 0;
 	}
 	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
-	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld", s->b.session_id, (long long)max);
-	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms, feed, NULL, e);
+	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld&wait_ms=%lld", s->b.session_id,
+	    (long long)max, (long long)o->wait_ms);
+	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms + o->wait_ms, feed,
+	    NULL, e);
 	memset(cred, 0, sizeof cred);
 	if (rc == 0 && !json_is_array(json_object_get(*feed, "runs"))) {
 		json_decref(*feed);
 		return ek_fail(e, EK_PROTOCOL, "work feed answer has no 'runs' array");
 	}
+	if (rc == 0)
+		wait_out(o, since, *feed);
 	return rc;
 }
 
@@ -570,6 +598,11 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 1000, &o->prefetch) < 0)
 				return cli_usage_error(PROG, "--prefetch: '%s' is not a number from 1 to 1000", optarg);
 			break;
+		case OPT_WAIT:
+			if (cli_parse_i64(optarg, 0, FEED_WAIT_MAX, &o->wait_ms) < 0)
+				return cli_usage_error(PROG, "--wait-ms: '%s' is not a number of ms from 0 to %d",
+				    optarg, FEED_WAIT_MAX);
+			break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -581,6 +614,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "unexpected operand '%s' (runs are read from standard input)", argv[optind]);
 	if (o->prefetch && !o->from_dispatcher)
 		return cli_usage_error(PROG, "--prefetch goes with --from-dispatcher");
+	if (o->wait_ms && !o->from_dispatcher)
+		return cli_usage_error(PROG, "--wait-ms goes with --from-dispatcher");
 	return 0;
 }
 

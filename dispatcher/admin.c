@@ -126,6 +126,8 @@ submit_all(struct req *rq, json_t *list)
 		n += r == 0;
 		dups += r == 1;
 	}
+	if (n > 0)
+		work_ring();   /* a feed waiting for work answers at once */
 	return tx_end(rq, answer(rq, 200, json_pack("{s:I, s:I}", "submitted", (json_int_t)n,
 	    "duplicates", (json_int_t)dups)));
 }
@@ -461,8 +463,8 @@ h_stats(struct req *rq)
 	struct http_stats st;
 
 	http_stats_read(&st);
-	return answer(rq, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "in_flight",
-	    (json_int_t)st.in_flight, "max_in_flight", (json_int_t)st.max_in_flight, "requests",
+	return answer(rq, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "in_flight",
+	    (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting, "max_in_flight", (json_int_t)st.max_in_flight, "requests",
 	    (json_int_t)st.requests, "gated_429", (json_int_t)st.gated_429, "gated_rate",
 	    (json_int_t)st.gated_rate, "retry_after_max", (json_int_t)st.retry_after_max,
 	    "max_inflight", (json_int_t)dsp.cfg.max_inflight, "max_rate",

@@ -152,10 +152,17 @@ struct http_stats {
 	int64_t in_flight, max_in_flight, requests, gated_429;
 	int64_t gated_rate;              /* of gated_429, refused by --max-rate */
 	int64_t retry_after_max;         /* the longest Retry-After the gate told */
+	int64_t waiting;                 /* long polls waiting for work (not in flight) */
 };
 
 /* The request counters since start (GET /admin/stats). */
 void http_stats_read(struct http_stats *out);
+
+struct req;
+
+/* Take a waiting request out of the in-flight counts (parked), or put it
+ * back. */
+void http_park(struct req *rq, bool parked);
 
 /* ---- faults.c ------------------------------------------------------- */
 
@@ -307,6 +314,9 @@ void settle_sweep(void);
  * as (at least 24 bytes), or -1 with e filled. */
 int run_requeue(struct ek_err *e, const char *run_id, const char *state, const char *how,
     const char *insp, char *as);
+
+/* Ring the work bell: runs became queued; a waiting feed looks again. */
+void work_ring(void);
 
 handler_fn h_work, h_receipts, h_handback;
 

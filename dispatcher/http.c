@@ -272,6 +272,7 @@ dispatch(struct req *rq)
 static struct {
 	atomic_llong in_flight, max_in_flight, requests, gated_429, gated_rate, retry_after_max;
 	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
+	atomic_llong waiting;    /* parked: long polls waiting for an event */
 } stats;
 
 /* The gate's memory, under mu: the bucket, and what it admitted and
@@ -394,10 +395,25 @@ gate_closed(struct req *rq)
 	return true;
 }
 
+/* A request that waits for an event (a long poll) is not work in
+ * flight: parked, it leaves the in-flight count and the gate's. */
+void
+http_park(struct req *rq, bool parked)
+{
+	long long d = parked ? -1 : 1;
+
+	atomic_fetch_add(&stats.waiting, -d);
+	if (rq->gated)
+		atomic_fetch_add(&stats.in_flight, d);
+	if (rq->gateable)
+		atomic_fetch_add(&stats.gateable, d);
+}
+
 void
 http_stats_read(struct http_stats *out)
 {
 	out->in_flight = atomic_load(&stats.in_flight);
+	out->waiting = atomic_load(&stats.waiting);
 	out->max_in_flight = atomic_load(&stats.max_in_flight);
 	out->requests = atomic_load(&stats.requests);
 	out->gated_429 = atomic_load(&stats.gated_429);

@@ -17,14 +17,78 @@
  * ended session's runs on its executor's answer.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
+#include "client.h"
 #include "clock.h"
 #include "dispatcher.h"
 
-enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIES = 8 };
+enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIES = 8,
+	BELL_SLICE_MS = 50 };
+
+/*
+ * The bell: rung whenever runs become queued (a submission, a re-queue),
+ * so that a feed request waiting for work (wait_ms) answers at once.  A
+ * waiter reads the count before its look at the queue and waits for it
+ * to change: a ring between the two is never missed.  Ringing inside the
+ * submitter's transaction is enough, as the waiter's next look takes the
+ * store's mutex after that transaction.
+ */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t rings;
+} bell = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+
+void
+work_ring(void)
+{
+	pthread_mutex_lock(&bell.mu);
+	bell.rings++;
+	pthread_cond_broadcast(&bell.cv);
+	pthread_mutex_unlock(&bell.mu);
+}
+
+static uint64_t
+bell_count(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&bell.mu);
+	n = bell.rings;
+	pthread_mutex_unlock(&bell.mu);
+	return n;
+}
+
+/* Wait until the bell rings past seen, ms pass, the dispatcher stops or
+ * the peer hangs up; in slices, so that the last two are noticed. */
+static void
+bell_await(uint64_t seen, int64_t ms, struct MHD_Connection *conn)
+{
+	int64_t end = mono_ms() + ms, left;
+	struct timespec until;
+
+	pthread_mutex_lock(&bell.mu);
+	while (bell.rings == seen && (left = end - mono_ms()) > 0 && !atomic_load(&dsp.stopping)) {
+		pthread_mutex_unlock(&bell.mu);
+		if (peer_gone(conn))
+			return;
+		pthread_mutex_lock(&bell.mu);
+		clock_gettime(CLOCK_REALTIME, &until);
+		left = left < BELL_SLICE_MS ? left : BELL_SLICE_MS;
+		until.tv_nsec += (long)(left % 1000) * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		if (bell.rings == seen)
+			pthread_cond_timedwait(&bell.cv, &bell.mu, &until);
+	}
+	pthread_mutex_unlock(&bell.mu);
+}
 
 /* Append to runs the specs selected by st (column 0 = spec); -1 on error. */
 static int
@@ -43,9 +107,10 @@ append_specs(struct req *rq, sqlite3_stmt *st, json_t *runs, json_t *ids)
 	return r;
 }
 
-/* Hand session sid up to max runs: its unreceipted ones, then new ones. */
+/* Hand session sid up to max runs: its unreceipted ones, then new ones.
+ * With nothing to hand and wait set, no answer: 1, the caller waits. */
 static int
-feed(struct req *rq, int64_t max)
+feed(struct req *rq, int64_t max, bool wait)
 {
 	json_t *runs = json_array(), *ids = json_array(), *v;
 	sqlite3_stmt *st;
@@ -69,28 +134,52 @@ feed(struct req *rq, int64_t max)
 		json_decref(runs);
 		return internal(rq);
 	}
+	if (wait && json_array_size(runs) == 0 && max > 0) {
+		json_decref(runs);
+		return 1;
+	}
 	return answer(rq, 200, json_pack("{s:o}", "runs", runs));
 }
 
-/* GET /v1/sessions/{sid}/work?max=N: the work feed. */
+/* GET /v1/sessions/{sid}/work?max=N&wait_ms=W: the work feed.  With W, an
+ * empty feed waits up to W ms (at most 30000) for work to be queued; the
+ * session is checked at every look, so a session that ends meanwhile gets
+ * its 410.  A waiting request is not counted in flight (http_park). */
 int
 h_work(struct req *rq)
 {
 	const char *m = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "max");
-	int64_t max = FEED_DEFAULT;
+	const char *w = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
+	int64_t max = FEED_DEFAULT, wait = 0, end;
+	uint64_t seen;
 	int status;
 
 	if (m && cli_parse_i64(m, 0, INT32_MAX, &max) < 0)
 		return fail(rq, 400, "invalid", "max must be a number from 0 to %d", FEED_MAX);
+	if (w && cli_parse_i64(w, 0, FEED_WAIT_MAX, &wait) < 0)
+		return fail(rq, 400, "invalid", "wait_ms must be a number from 0 to %d", FEED_WAIT_MAX);
 	if (max > FEED_MAX)
 		max = FEED_MAX;
-	if (tx_begin(rq) < 0)
-		return 500;
-	if (!(status = sess_gate(rq, rq->arg, NULL, false)))
-		status = feed(rq, max);
-	return tx_end(rq, status);
+	if (wait > 0)   /* the idle timeout must not end a long poll */
+		MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+		    (unsigned int)(wait / 1000 + 15));
+	end = mono_ms() + wait;
+	for (;;) {
+		seen = bell_count();
+		if (tx_begin(rq) < 0)
+			return 500;
+		if (!(status = sess_gate(rq, rq->arg, NULL, false)))
+			status = feed(rq, max, mono_ms() < end && !atomic_load(&dsp.stopping));
+		if (status != 1)
+			return tx_end(rq, status);
+		tx_end(rq, 200);
+		http_park(rq, true);
+		bell_await(seen, end - mono_ms(), rq->conn);
+		http_park(rq, false);
+		if (peer_gone(rq->conn))
+			return fail(rq, 400, "invalid", "the client went away");
+	}
 }
-
 /* Check a receipts body; NULL if valid, else why not. */
 static const char *
 receipts_check(json_t *list)
@@ -210,6 +299,8 @@ run_requeue(struct ek_err *e, const char *run_id, const char *state, const char 
 		    " inspection_id, settled_ms) VALUES(?,?,?,?,?,?)", "sssssi", run_id, state, how,
 		    as, insp, now) < 0)
 			r = -1;
+		else
+			work_ring();
 	}
 	free(text);
 	json_decref(spec);

@@ -16,6 +16,9 @@
 
 #define CLIENT_TIMEOUT_MS 5000
 
+/* The longest a work feed request waits for work (?wait_ms=, doc/protocol.md). */
+#define FEED_WAIT_MAX 30000
+
 /* Call base+path.  On a 2xx answer *out is the parsed object (caller
  * decrefs).  over (16 bytes, may be NULL) receives the session status when
  * the answer says the session is over. */

@@ -296,6 +296,32 @@ big_spec() {
 	[ "$status" -eq "$EK_USAGE" ]
 }
 
+@test "--wait-ms: an empty feed is waited on, and what is submitted meanwhile is accepted at once" {
+	open_session
+	local t0=$SECONDS
+	exec-accept --from-dispatcher --wait-ms 30000 >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'
+	admin POST /admin/runs "$(spec w1)" >/dev/null
+	wait "$pid" || fail "exit $?: $(cat "$BATS_TEST_TMPDIR/err")"
+	grep -q "^accepted w1 " "$BATS_TEST_TMPDIR/out"
+	(( SECONDS - t0 < 30 ))                         # not at the end of the wait
+	[ "$(disp_field w1 state)" = '"accepted"' ]
+	# nothing to ask for (--prefetch is met): the wait is spent here, so a
+	# caller looping on exec-accept does not spin
+	t0=$(date +%s%N)
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 1 --wait-ms 300
+	assert_success
+	[ -z "$output" ]
+	(( ($(date +%s%N) - t0) / 1000000 >= 300 ))
+	run exec-accept --wait-ms 10 </dev/null
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--wait-ms goes with --from-dispatcher"
+	run exec-accept --from-dispatcher --wait-ms 30001
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--wait-ms: '30001' is not a number of ms from 0 to 30000"
+}
+
 @test "runs from stdin under a session whose lease ran out are refused (75), nothing accepted" {
 	stop_dispatcher
 	start_dispatcher --lease-ms 1                   # lapsed before the next process starts

@@ -658,6 +658,52 @@ default_dispatcher() {
 	wait "$bg" || true
 }
 
+# feed_wait WAIT_MS: a work feed request of session SID in the background,
+# its status in $BATS_TEST_TMPDIR/wcode and its body in .../wbody; FEED_PID.
+feed_wait() {
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/wauth"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/wbody" -w '%{http_code}' \
+		-H @"$BATS_TEST_TMPDIR/wauth" "$DISP_URL/v1/sessions/$SID/work?max=10&wait_ms=$1" \
+		>"$BATS_TEST_TMPDIR/wcode" 2>/dev/null &
+	FEED_PID=$!
+	wait_until 'api GET /admin/stats; [[ $(num waiting) == 1 ]]'
+}
+
+@test "the work feed's wait_ms: an empty feed waits, answers the moment work is submitted, and is not in flight meanwhile" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/w"
+	disp_start "$BATS_TEST_TMPDIR/w" --quiet --max-inflight 1
+	negotiate
+	local t0=$SECONDS
+	feed_wait 30000
+	api GET /admin/stats
+	[[ $(num in_flight) == 1 ]]                            # this read only: the wait is parked
+	api GET "/v1/sessions/$SID/work?max=0" "" "$CRED"
+	[[ $code == 200 ]]                                      # the gate (1) lets a request through
+	submit w1
+	wait "$FEED_PID"
+	[[ $(<"$BATS_TEST_TMPDIR/wcode") == 200 ]]
+	grep -q '"run_id":"w1"' "$BATS_TEST_TMPDIR/wbody"
+	(( SECONDS - t0 < 30 ))                                 # answered before its wait ran out
+	api GET /admin/stats
+	[[ $(num waiting) == 0 && $(num in_flight) == 1 ]]
+	# a session that ends during the wait gets its 410 then (another
+	# executor's: w1 is still handed to the first one until receipted)
+	negotiate "$XID2"
+	feed_wait 30000
+	api POST "/admin/sessions/$SID/revoke"
+	wait "$FEED_PID"
+	[[ $(<"$BATS_TEST_TMPDIR/wcode") == 410 ]]
+	# with nothing submitted, the wait ends with an empty feed
+	negotiate "$XID2"
+	api GET "/v1/sessions/$SID/work?max=10&wait_ms=200" "" "$CRED"
+	[[ $code == 200 && $body == '{"runs":[]}' ]] || fail "$code $body"
+	for w in abc -1 30001; do
+		api GET "/v1/sessions/$SID/work?wait_ms=$w" "" "$CRED"
+		[[ $code == 400 && $body == *"wait_ms must be a number from 0 to 30000"* ]] || fail "$w: $code $body"
+	done
+}
+
 # gated_flood N S: a dispatcher with --max-rate 1 --retry-after S, and r1's
 # result reported N times on one connection (far more than one a second);
 # the answers' headers in $BATS_TEST_TMPDIR/heads.

@@ -70,6 +70,21 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	assert_output ""
 }
 
+@test "idle, the loop waits on the work feed: a run submitted then starts at once, not at the next tick" {
+	start_dispatcher
+	start_loop --tick 30
+	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'   # idle, its feed request waiting
+	local t0=$SECONDS
+	admin POST /admin/runs "$(spec now1)" >/dev/null
+	wait_until '[ "$(finished)" = 1 ]'
+	(( SECONDS - t0 < 30 ))                         # well before the tick
+	# TERM is handled once the wait ends: end it
+	kill -TERM "$LOOP_PID"
+	wait_until 'pkill -TERM -P "$LOOP_PID" -x "sleep|exec-accept"; exited "$LOOP_PID"'
+	wait "$LOOP_PID"
+	[ "$(disp_charges now1)" = 1 ]
+}
+
 @test "a revoked session stops the loop with exit 77" {
 	start_dispatcher
 	start_loop
@@ -162,9 +177,10 @@ two_retained() {
 	# a tick of an hour: only the wake at the jitter's end can start the pass
 	start_loop --tick 3600 --jitter-ms 300
 	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
-	# stop it: TERM is handled once the tick's sleep ends, so end that sleep
+	# stop it: TERM is handled once the idle wait ends (a feed request
+	# waiting for work, at most 30 s), so end that wait
 	kill -TERM "$LOOP_PID"
-	wait_until 'pkill -TERM -P "$LOOP_PID" -x sleep; exited "$LOOP_PID"'
+	wait_until 'pkill -TERM -P "$LOOP_PID" -x "sleep|exec-accept"; exited "$LOOP_PID"'
 	wait "$LOOP_PID"
 	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
 }
