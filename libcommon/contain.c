@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>   /* struct clone_args, CLONE_INTO_CGROUP */
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,6 +207,25 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
 	if (faccessat(c->dir_fd, "cgroup.kill", W_OK, 0) < 0)
 		return give_up(c, true, e, "no cgroup.kill (Linux 5.14 or later) in", c->path, errno);
 	return 0;
+}
+
+pid_t
+contain_fork(const struct contain *c, bool *born_in)
+{
+	struct clone_args args = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)c->dir_fd };
+	long pid;
+
+	*born_in = false;
+	if (c->dir_fd >= 0) {
+		pid = syscall(SYS_clone3, &args, sizeof args);
+		if (pid >= 0) {
+			*born_in = true;
+			return (pid_t)pid;
+		}
+		/* an older kernel (ENOSYS, E2BIG, EINVAL): fork, then move it */
+	}
+	return fork();
 }
 
 int

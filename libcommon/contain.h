@@ -21,6 +21,7 @@
 #define EK_CONTAIN_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,13 @@ int contain_subreaper(struct ek_err *e);
  * check that it can be killed as a whole: 0 (c holds it), or -1 (c empty, e
  * says why it is not available here). */
 int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e);
+
+/* fork(), the child born in c's cgroup when c has one and the kernel can
+ * (clone3 CLONE_INTO_CGROUP, Linux 5.7): *born_in is then true.  Else a
+ * plain fork(), and the caller moves the child with contain_cgroup_enter().
+ * Why not always move it: writing cgroup.procs waits for an RCU grace
+ * period, 10 to 20 ms a guest, most of a short run's cost. */
+pid_t contain_fork(const struct contain *c, bool *born_in);
 
 /* Move process pid into c's cgroup: 0, or -1 (e filled; the cgroup is
  * removed and c is empty). */

@@ -295,6 +295,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	char **argv = build_argv(gs), **envp = NULL, limits[PATH_MAX];
 	struct child_view view;
 	struct ek_err ignored;
+	bool born_in;
 	int rc, step;
 
 	memset(g, 0, sizeof *g);
@@ -316,7 +317,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	contain_prepare(gs, g);
 	if (make_pipes(out, err, fail, go, g->cg.dir_fd >= 0, e) < 0)
 		goto fail;
-	if ((g->pid = fork()) < 0) {
+	if ((g->pid = contain_fork(&g->cg, &born_in)) < 0) {
 		ek_fail(e, EK_OSERR, "fork: %s", strerror(errno));
 		goto fail;
 	}
@@ -324,7 +325,8 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 		child(gs, argv, envp, out[1], err[1], fail[1], go, &view);
 	setpgid(g->pid, g->pid);   /* also in the parent: no race with kill(-pid) */
 	if (go[1] >= 0) {
-		contain_enter(g);
+		if (!born_in)
+			contain_enter(g);
 		close(go[0]);
 		close(go[1]);          /* the child goes on */
 	}

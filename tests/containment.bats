@@ -150,6 +150,16 @@ cgroup_probe() {
 	[ ! -e "$CG_MNT$cg" ]
 }
 
+@test "the guest is born in its cgroup (clone3 CLONE_INTO_CGROUP): no move through cgroup.procs" {
+	cgroup_probe || skip "$CG_WHY"
+	command -v strace >/dev/null || skip "no strace"
+	ready cg2 /bin/cat '["/proc/self/cgroup"]'
+	strace -f -e trace=clone3,openat -o "$BATS_TEST_TMPDIR/trace" exec-run supervise cg2 >/dev/null
+	grep -q 'clone3(.*CLONE_INTO_CGROUP' "$BATS_TEST_TMPDIR/trace" || fail "$(grep clone "$BATS_TEST_TMPDIR/trace")"
+	run ! grep -q 'cgroup.procs' "$BATS_TEST_TMPDIR/trace"
+	[[ "$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg2.stdout")" == "${CG_OWN%/}/execkit-"*"-cg2" ]]
+}
+
 @test "where no cgroup can be made, the subreaper alone ends a daemon, and one line says so" {
 	cgroup_probe || skip "$CG_WHY"
 	# Run the executor in a cgroup that may have no child cgroups.
