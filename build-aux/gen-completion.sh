@@ -3,7 +3,8 @@
 # sources, so that it cannot drift from them:
 #
 #   long options      each cmd/exec-*.c `static const struct option options[]`
-#                     table (CLI_COMMON_OPTIONS = --help and --version), and
+#                     table (CLI_COMMON_OPTIONS = --help and --version,
+#                     CLI_STATE_OPTIONS = --state-dir and --json), and
 #                     the `case` patterns of cmd/exec-loop's argument loop
 #   short options     the optstring of getopt_long() (exec-loop: its patterns)
 #   subcommands and   the "Usage:" lines of the USAGE text (exec-loop: its
@@ -16,19 +17,17 @@
 set -eu
 src=${1:-.}
 
-# The help text of a C tool: the USAGE string, one C string literal a line,
-# or (exec-dispatcher) the literal of usage()'s printf("Usage: %s ...", PROG).
+# The help text of a C tool: the USAGE string, one C string literal a line.
 c_help() {
-	awk -v tool="$(basename "$1" .c)" '
+	awk '
 	/^static const char USAGE\[\] =/ { on = 1; next }
-	/^[ \t]*printf\("Usage: %s / { on = 1; sub(/printf\(/, ""); sub(/%s/, tool) }
 	on {
 		last = ($0 ~ /;[ \t]*$/)
 		s = $0
 		sub(/^[ \t]*"/, "", s); sub(/"[ \t]*;?[ \t]*$/, "", s); sub(/\\n$/, "", s)
 		gsub(/\\"/, "\"", s); gsub(/\\\\/, "\\", s)
 		print s
-		if (last || $0 ~ /", *PROG\);[ \t]*$/) exit
+		if (last) exit
 	}' "$1"
 }
 
@@ -38,6 +37,7 @@ c_longopts() {
 	/static const struct option options\[\] = \{/ { on = 1; next }
 	on && /^};/ { exit }
 	on && /CLI_COMMON_OPTIONS/ { print "help 0"; print "version 0" }
+	on && /CLI_STATE_OPTIONS/ { print "state-dir 1"; print "json 0" }
 	on && match($0, /\{ *"[^"]+", *[a-z_]+_argument/) {
 		e = substr($0, RSTART, RLENGTH)
 		split(e, f, "\"")

@@ -53,8 +53,7 @@ enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, 
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ids", no_argument, NULL, OPT_IDS },
@@ -624,7 +623,7 @@ check_options(const struct opts *o)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->timeout_ms = 5000;
 	o->sep = '\n';
@@ -632,10 +631,6 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->since_ms = -1;
 	while ((c = getopt_long(argc, argv, "h0o:fV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_NUL: o->ids = 1; o->sep = '\0'; break;
@@ -663,7 +658,9 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	return check_operands(argc, argv, o);

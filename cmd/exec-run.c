@@ -67,8 +67,7 @@ enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTP
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
@@ -699,10 +698,6 @@ static int
 parse_opt(int c, struct opts *o, char **argv)
 {
 	switch (c) {
-	case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-	case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-	case OPT_STATE_DIR: o->state_dir = optarg; return 0;
-	case OPT_JSON: o->json = 1; return 0;
 	case OPT_WAIT: o->wait = 1; return 0;
 	case OPT_CONFIRMED: o->confirmed = 1; return 0;
 	case OPT_CHAIN: o->chain = 1; return 0;
@@ -722,7 +717,7 @@ parse_opt(int c, struct opts *o, char **argv)
 			return cli_usage_error(PROG, "--isolation: '%s' is not one of auto, userns, user, none",
 			    optarg);
 		return 0;
-	default: return cli_bad_option(PROG, argv);
+	default: return cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json);
 	}
 }
 

@@ -33,8 +33,7 @@ enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "adopt", no_argument, NULL, OPT_ADOPT },
@@ -569,16 +568,12 @@ cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
 		case OPT_ADOPT: o->adopt = 1; break;
 		case OPT_CURRENT: o->current = 1; break;
@@ -589,7 +584,9 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind == argc)

@@ -28,8 +28,7 @@ enum { OPT_DESTINATION = OPT_FIRST_TOOL };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "destination", required_argument, NULL, OPT_DESTINATION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -243,18 +242,16 @@ check_command(struct opts *o, int64_t *cap)
 static int
 parse_args(int argc, char **argv, struct opts *o, int64_t *cap)
 {
-	int c;
+	int c, rc;
 
 	*o = (struct opts){ 0 };
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_DESTINATION: o->destination = optarg; break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind == argc)

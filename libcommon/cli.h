@@ -16,12 +16,30 @@ enum { OPT_HELP = 'h', OPT_VERSION = 'V', OPT_STATE_DIR = 0x100, OPT_JSON,
 	OPT_FIRST_TOOL /* tool-specific options start here */ };
 
 /* What a tool's parse_args() returns once --help or --version has been
- * printed: main then exits 0 without doing anything else. */
+ * printed: main then exits 0 without doing anything else.  Negative, so
+ * that it is never taken for an exit code. */
 #define CLI_DONE (-2)
 
 #define CLI_COMMON_OPTIONS \
 	{ "help", no_argument, NULL, OPT_HELP }, \
 	{ "version", no_argument, NULL, OPT_VERSION }
+
+/* And every tool that works on a state directory (all but exec-dispatcher). */
+#define CLI_STATE_OPTIONS \
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR }, \
+	{ "json", no_argument, NULL, OPT_JSON }
+
+/* The options every tool shares, for the default case of its option
+ * switch: whatever getopt_long returned that the tool does not handle
+ * itself.
+ *   --help       usage on stdout                            CLI_DONE
+ *   --version    cli_version()                              CLI_DONE
+ *   --state-dir  its argument into *state_dir               0
+ *   --json       1 into *json                               0
+ *   anything else (getopt_long's '?'), cli_bad_option()     EK_USAGE
+ * A tool without --state-dir or --json passes NULL for it. */
+int cli_common_opt(int c, const char *prog, const char *usage, char **argv,
+    const char **state_dir, int *json);
 
 /* Print "prog (execkit) VERSION" on stdout. */
 void cli_version(const char *prog);
