@@ -27,11 +27,9 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -207,22 +205,6 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
 	return 0;
 }
 
-/* A supervisor's diagnostic: on stderr (out/supervisors.log for a
- * detached one), and to syslog too when that write fails — a full disk
- * must not silence the line that says the disk is full. */
-static void
-say(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), PROG, line) < 0 || fflush(stderr) != 0)
-		syslog(LOG_ERR, "%s", line);
-}
-
 /* Once its guest has run, what the supervisor writes must not be lost:
  * should the write that failed with e be tried again?  When another
  * process holds the write lock, or the disk is full (then the reserve is
@@ -237,9 +219,10 @@ wait_to_retry(struct state *st, struct db_wait *w, const char *run_id, const cha
 	if (!db_wait_again(&st->db, w, &say_now))
 		return false;
 	if (full && reserve_release(st))
-		say("run '%s': the disk is full: released the state's reserve for its %s", run_id, what);
+		svlog_say(PROG, "run '%s': the disk is full: released the state's reserve for its %s",
+		    run_id, what);
 	if (say_now)
-		say("run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
+		svlog_say(PROG, "run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
 		    "the write lock", (long long)(w->waited_ms / 1000), e->msg);
 	return true;
 }
@@ -701,7 +684,7 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_WAIT: o->wait = 1; return 0;
 	case OPT_CONFIRMED: o->confirmed = 1; return 0;
 	case OPT_CHAIN: o->chain = 1; return 0;
-	case OPT_LOG_FD: return number("--log-fd", optarg, 0, INT32_MAX, &o->log_fd);
+	case OPT_LOG_FD: return number("log-fd", optarg, 0, INT32_MAX, &o->log_fd);
 	case OPT_LOG_STAMPS: o->log_stamps = 1; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
