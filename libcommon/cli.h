@@ -52,11 +52,23 @@ int cli_usage_error(const char *prog, const char *fmt, ...)
  * the tools set opterr = 0 so getopt itself says nothing.  EK_USAGE. */
 int cli_bad_option(const char *prog, char **argv);
 
+/* A multi-command tool keeps its commands in a table, as git's commands[]
+ * in git.c: an array of its own struct whose first member is the command's
+ * name (const char *name).  The functions below take the table as qsort()
+ * takes an array, and CLI_TABLE(t) passes it so: base, count, size.
+ * build-aux/gen-completion.sh reads the same tables (commands[], and
+ * NAME_commands[] for the subcommands of NAME). */
+#define CLI_TABLE(t) (const void *)(t), sizeof (t) / sizeof (t)[0], sizeof (t)[0]
+
+/* The entry of the table named word, or NULL. */
+const void *cli_find_command(const char *word, const void *table, size_t n, size_t size);
+
 /* Report an unknown COMMAND word, git-style: "unknown command 'strat'" and,
  * when one is close enough, "The most similar command is\n\tstart".  The
- * commands are read from usage, the tool's own "Usage:" text, so the
- * suggestions cannot drift from it.  EK_USAGE. */
-int cli_unknown_command(const char *prog, const char *word, const char *usage);
+ * candidates are the names in the tool's command table, so the suggestions
+ * cannot drift from what it runs.  EK_USAGE. */
+int cli_unknown_command(const char *prog, const char *word, const void *table, size_t n,
+    size_t size);
 
 /* "1 run", "2 runs": the noun in the singular for n == 1 and with an "s"
  * otherwise, in buf.  Returns buf. */
