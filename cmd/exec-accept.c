@@ -42,8 +42,7 @@ enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT, 
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "from-dispatcher", no_argument, NULL, OPT_FROM_DISPATCHER },
 	{ "max", required_argument, NULL, OPT_MAX },
@@ -577,17 +576,13 @@ accept_all(struct state *st, const struct opts *o, struct batch *b, struct ek_er
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->max = 100;
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_FROM_DISPATCHER: o->from_dispatcher = 1; break;
 		case OPT_MAX:
@@ -607,7 +602,9 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind != argc)

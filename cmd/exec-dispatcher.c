@@ -42,39 +42,37 @@ write_port_file(const char *path, unsigned port, struct ek_err *e)
 	return file_write_atomic(path, line, (size_t)n, 0644, e);
 }
 
-/* Print the help text on stdout. */
-static void
-usage(void)
-{
-	printf("Usage: %s [OPTION]...\n"
-	    "Serve the execkit dispatcher protocol (doc/protocol.md) on 127.0.0.1,\n"
-	    "with admin endpoints and fault injection for tests.\n\n"
-	    "      --port N          listen on port N (default 0: pick a free port)\n"
-	    "      --port-file FILE  write the chosen port to FILE, atomically\n"
-	    "      --store FILE      the dispatcher's SQLite store (default ./exec-dispatcher.db)\n"
-	    "      --lease-ms N      session lease in milliseconds (default 30000)\n"
-	    "      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
-	    "      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
-	    "      --max-inflight N  past N requests in flight, answer 429 with Retry-After\n"
-	    "                        (heartbeats and negotiations never; default 0: no gate)\n"
-	    "      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
-	    "                        429 with Retry-After (default 0: no rate bound)\n"
-	    "      --retry-after S   the least Retry-After of a gated request, in seconds\n"
-	    "                        (default 1); a random spread over the gate's backlog\n"
-	    "                        is added\n"
-	    "      --settle-after-ms N\n"
-	    "                        N ms after a session ended, ask its executor's current\n"
-	    "                        session about the runs it left (default 30000)\n"
-	    "      --abandon-after-ms N\n"
-	    "                        N ms after a session ended, abandon the runs it left\n"
-	    "                        that no answer settled (default 86400000, a day)\n"
-	    "  -q, --quiet           no startup line and no request log on stderr\n"
-	    "  -h, --help            show this help and exit\n"
-	    "  -V, --version         show the version and exit\n\n"
-	    "Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal,\n"
-	    "64 usage error, 65 damaged store, 71 cannot listen, 73 cannot create\n"
-	    "the store or the port file, 74 write error.\n", PROG);
-}
+static const char USAGE[] =
+	"Usage: exec-dispatcher [OPTION]...\n"
+	"Serve the execkit dispatcher protocol (doc/protocol.md) on 127.0.0.1,\n"
+	"with admin endpoints and fault injection for tests.\n"
+	"\n"
+	"      --port N          listen on port N (default 0: pick a free port)\n"
+	"      --port-file FILE  write the chosen port to FILE, atomically\n"
+	"      --store FILE      the dispatcher's SQLite store (default ./exec-dispatcher.db)\n"
+	"      --lease-ms N      session lease in milliseconds (default 30000)\n"
+	"      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
+	"      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
+	"      --max-inflight N  past N requests in flight, answer 429 with Retry-After\n"
+	"                        (heartbeats and negotiations never; default 0: no gate)\n"
+	"      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
+	"                        429 with Retry-After (default 0: no rate bound)\n"
+	"      --retry-after S   the least Retry-After of a gated request, in seconds\n"
+	"                        (default 1); a random spread over the gate's backlog\n"
+	"                        is added\n"
+	"      --settle-after-ms N\n"
+	"                        N ms after a session ended, ask its executor's current\n"
+	"                        session about the runs it left (default 30000)\n"
+	"      --abandon-after-ms N\n"
+	"                        N ms after a session ended, abandon the runs it left\n"
+	"                        that no answer settled (default 86400000, a day)\n"
+	"  -q, --quiet           no startup line and no request log on stderr\n"
+	"  -h, --help            show this help and exit\n"
+	"  -V, --version         show the version and exit\n"
+	"\n"
+	"Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal,\n"
+	"64 usage error, 65 damaged store, 71 cannot listen, 73 cannot create\n"
+	"the store or the port file, 74 write error.\n";
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
 	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
@@ -104,13 +102,11 @@ static const struct option options[] = {
 static int
 parse_args(int argc, char **argv)
 {
-	int c;
+	int c, rc;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "hqV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: usage(); return EK_OK;
-		case OPT_VERSION: cli_version(PROG); return EK_OK;
 		case 'q': dsp.cfg.quiet = true; break;
 		case OPT_PORT_FILE: dsp.cfg.port_file = optarg; break;
 		case OPT_STORE: dsp.cfg.store = optarg; break;
@@ -147,7 +143,9 @@ parse_args(int argc, char **argv)
 				    " to %" PRId64, argv[optind - 1], optarg, c == OPT_SETTLE_AFTER_MS ? 0 : 1,
 				    AFTER_MS_MAX);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:   /* --help, --version, or an option rejected */
+			rc = cli_common_opt(c, PROG, USAGE, argv, NULL, NULL);
+			return rc == CLI_DONE ? EK_OK : rc;
 		}
 	}
 	if (optind < argc)

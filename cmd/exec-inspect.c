@@ -53,8 +53,7 @@ enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, 
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ids", no_argument, NULL, OPT_IDS },
@@ -154,7 +153,9 @@ static const char USAGE[] =
 	"session is over; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *arg, *output, *columns, *outcome, *prefix;
+	const struct command *cmd;
+	const struct relay_ctx *relay;   /* relay: read by main before the guard */
+	const char *state_dir, *session, *arg, *output, *columns, *outcome, *prefix;
 	int64_t timeout_ms, since_ms;
 	int json, ids, utc, err, follow;
 	char sep;
@@ -331,8 +332,9 @@ relay_one(struct state *st, const struct opts *o, const struct relay_ctx *r, jso
  * heartbeat.  Any other failure (dispatcher unavailable, session over)
  * stops the round; what is left waits for the next one. */
 static int
-cmd_relay(struct state *st, const struct opts *o, const struct relay_ctx *r, struct ek_err *e)
+cmd_relay(struct state *st, const struct opts *o, struct ek_err *e)
 {
+	const struct relay_ctx *r = o->relay;
 	json_t *list, *item;
 	size_t i, refused = 0;
 	int rc = 0;
@@ -532,7 +534,33 @@ cmd_logs(struct state *st, const struct opts *o, struct ek_err *e)
 	return runlog_print(st, &r, &stop_follow, e);
 }
 
-/* --- arguments ----------------------------------------------------------------------- */
+/* The run ids of a set, for the bash completion (complete.h). */
+static int
+cmd_ids(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	return complete_run_ids(st, o->arg, o->prefix ? o->prefix : "", stdout, e);
+}
+
+/* --- commands and arguments ------------------------------------------------------------ */
+
+/* The commands, as git's commands[]; gen-completion.sh reads their names.
+ * A lookup, and relay which answers lookups, run under the lookup's guard,
+ * which forbids reading a run's program and arguments (inspect.h). */
+static const struct command {
+	const char *name;
+	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
+	const char *operand;         /* the one it needs, or NULL */
+	enum inspect_mode guard;
+} commands[] = {
+	{ "lookup", cmd_lookup, "RUN_ID", INSPECT_LOOKUP },
+	{ "summary", cmd_summary, NULL, INSPECT_VIEW },
+	{ "list", cmd_list, "KIND", INSPECT_VIEW },
+	{ "show", cmd_show, "RUN_ID", INSPECT_VIEW },
+	{ "logs", cmd_logs, "RUN_ID", INSPECT_VIEW },
+	{ "metrics", cmd_metrics, NULL, INSPECT_VIEW },
+	{ "relay", cmd_relay, NULL, INSPECT_LOOKUP },
+	{ "ids", cmd_ids, "SET", INSPECT_VIEW },
+};
 
 static bool
 outcome_known(const char *name)
@@ -562,30 +590,23 @@ static int check_options(const struct opts *o);
 static int
 check_operands(int argc, char **argv, struct opts *o)
 {
-	bool lookup, needs_arg;
-
 	if (optind == argc)
 		return cli_usage_error(PROG, "missing command (lookup, summary, list, show, logs, "
 		    "metrics or relay)");
-	o->cmd = argv[optind++];
-	lookup = strcmp(o->cmd, "lookup") == 0;
-	needs_arg = lookup || strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "show") == 0 ||
-	    strcmp(o->cmd, "logs") == 0 || strcmp(o->cmd, "ids") == 0;
-	if (!needs_arg && strcmp(o->cmd, "summary") != 0 && strcmp(o->cmd, "metrics") != 0 &&
-	    strcmp(o->cmd, "relay") != 0)
-		return cli_unknown_command(PROG, o->cmd, USAGE);
-	if (strcmp(o->cmd, "list") == 0 && optind < argc && !list_kind_known(argv[optind]))
+	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
+		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
+	optind++;
+	if (o->cmd->run == cmd_list && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
 		    "orphaned, queued, running or receipts)", argv[optind]);
-	if (needs_arg && optind == argc)
-		return cli_usage_error(PROG, "%s needs %s", o->cmd, strcmp(o->cmd, "list") == 0 ? "a KIND" :
-		    strcmp(o->cmd, "ids") == 0 ? "a SET" : "a RUN_ID");
-	o->arg = needs_arg ? argv[optind++] : NULL;
-	if (strcmp(o->cmd, "ids") == 0 && optind < argc)
+	if (o->cmd->operand && optind == argc)
+		return cli_usage_error(PROG, "%s needs a %s", o->cmd->name, o->cmd->operand);
+	o->arg = o->cmd->operand ? argv[optind++] : NULL;
+	if (o->cmd->run == cmd_ids && optind < argc)
 		o->prefix = argv[optind++];
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	if (lookup && !o->session)
+	if (o->cmd->run == cmd_lookup && !o->session)
 		return cli_usage_error(PROG, "lookup needs --session SID (the current session "
 		    "the caller holds)");
 	return check_options(o);
@@ -595,9 +616,10 @@ check_operands(int argc, char **argv, struct opts *o)
 static int
 check_options(const struct opts *o)
 {
-	bool list = strcmp(o->cmd, "list") == 0, logs = strcmp(o->cmd, "logs") == 0;
+	bool list = o->cmd->run == cmd_list, logs = o->cmd->run == cmd_logs;
+	bool metrics = o->cmd->run == cmd_metrics;
 
-	if (o->session && !list && strcmp(o->cmd, "lookup") != 0)
+	if (o->session && !list && o->cmd->run != cmd_lookup)
 		return cli_usage_error(PROG, "--session goes with lookup and list only");
 	if ((o->columns || o->since_ms >= 0 || o->outcome) && !list)
 		return cli_usage_error(PROG, "-o, --since and --outcome go with list only");
@@ -610,13 +632,13 @@ check_options(const struct opts *o)
 		return cli_usage_error(PROG, "--stderr and -f go with logs only");
 	if (logs && o->json)
 		return cli_usage_error(PROG, "logs prints the output itself; --json does not go with it");
-	if (o->ids && strcmp(o->cmd, "list") != 0)
+	if (o->ids && !list)
 		return cli_usage_error(PROG, "--ids and -0 go with list only");
 	if (o->ids && o->json)
 		return cli_usage_error(PROG, "--ids or -0 and --json exclude each other");
-	if (o->output && strcmp(o->cmd, "metrics") != 0)
+	if (o->output && !metrics)
 		return cli_usage_error(PROG, "--output goes with metrics only");
-	if (o->json && strcmp(o->cmd, "metrics") == 0)
+	if (o->json && metrics)
 		return cli_usage_error(PROG, "metrics writes Prometheus text; for JSON use 'summary --json'");
 	return 0;
 }
@@ -624,7 +646,7 @@ check_options(const struct opts *o)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->timeout_ms = 5000;
 	o->sep = '\n';
@@ -632,10 +654,6 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->since_ms = -1;
 	while ((c = getopt_long(argc, argv, "h0o:fV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_NUL: o->ids = 1; o->sep = '\0'; break;
@@ -663,28 +681,12 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	return check_operands(argc, argv, o);
-}
-
-static int
-dispatch(struct state *st, const struct opts *o, struct ek_err *e)
-{
-	if (strcmp(o->cmd, "lookup") == 0)
-		return cmd_lookup(st, o, e);
-	if (strcmp(o->cmd, "list") == 0)
-		return cmd_list(st, o, e);
-	if (strcmp(o->cmd, "show") == 0)
-		return cmd_show(st, o, e);
-	if (strcmp(o->cmd, "logs") == 0)
-		return cmd_logs(st, o, e);
-	if (strcmp(o->cmd, "ids") == 0)
-		return complete_run_ids(st, o->arg, o->prefix ? o->prefix : "", stdout, e);
-	if (strcmp(o->cmd, "metrics") == 0)
-		return cmd_metrics(st, o, e);
-	return cmd_summary(st, o, e);
 }
 
 int
@@ -696,15 +698,12 @@ main(int argc, char **argv)
 	struct relay_ctx r = { 0 };
 	int64_t deadline;
 	int rc = parse_args(argc, argv, &o);
-	bool relay;
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	deadline = mono_ms() + o.timeout_ms;
-	relay = strcmp(o.cmd, "relay") == 0;
 	timefmt_utc(o.utc);
-	if ((strcmp(o.cmd, "lookup") == 0 || strcmp(o.cmd, "show") == 0 ||
-	    strcmp(o.cmd, "logs") == 0) && !run_id_valid(o.arg)) {
+	if (o.cmd->operand && strcmp(o.cmd->operand, "RUN_ID") == 0 && !run_id_valid(o.arg)) {
 		/* an error, never an answer about a run */
 		ek_fail(&e, EK_DATAERR, "malformed run id: a run id is 1 to %d bytes of [A-Za-z0-9._:-]",
 		    RUN_ID_MAX);
@@ -713,12 +712,12 @@ main(int argc, char **argv)
 	if (inspect_wait_readable(cli_state_dir(o.state_dir), deadline, &e) < 0 ||
 	    state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = relay ? relay_begin(&st, &r, &e) : 0;
+	o.relay = &r;
+	rc = o.cmd->run == cmd_relay ? relay_begin(&st, &r, &e) : 0;
 	if (rc == 0)
-		rc = inspect_guard(&st, relay || strcmp(o.cmd, "lookup") == 0 ? INSPECT_LOOKUP :
-		    INSPECT_VIEW, deadline, &e);
+		rc = inspect_guard(&st, o.cmd->guard, deadline, &e);
 	if (rc == 0)
-		rc = relay ? cmd_relay(&st, &o, &r, &e) : dispatch(&st, &o, &e);
+		rc = o.cmd->run(&st, &o, &e);
 	memset(r.cred, 0, sizeof r.cred);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);

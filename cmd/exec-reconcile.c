@@ -38,8 +38,7 @@ enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, O
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "max", required_argument, NULL, OPT_MAX },
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
 	{ "drain", no_argument, NULL, OPT_DRAIN },
@@ -343,7 +342,7 @@ collect(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->max = 32;
 	o->budget_ms = DELIVER_BUDGET_MS;
@@ -352,10 +351,6 @@ parse_args(int argc, char **argv, struct opts *o)
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_DRAIN: o->drain = 1; break;
 		case OPT_DRY_RUN: o->dry_run = 1; break;
 		case OPT_ADOPTABLE: o->adoptable = 1; break;
@@ -377,7 +372,9 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 86400000, &o->budget_ms) < 0)
 				return cli_usage_error(PROG, "--budget-ms: '%s' is not a number of ms from 1 to 86400000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind != argc)

@@ -23,8 +23,7 @@ enum { OPT_BUDGET = OPT_FIRST_TOOL };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
 	{ NULL, 0, NULL, 0 },
 };
@@ -109,21 +108,19 @@ report_stdin(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->budget_ms = DELIVER_BUDGET_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_BUDGET:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->budget_ms) < 0)
 				return cli_usage_error(PROG, "--budget-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind == argc && isatty(STDIN_FILENO))

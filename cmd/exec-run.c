@@ -27,11 +27,9 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,13 +60,11 @@ static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION, OPT_CHAIN,
-	OPT_LOG_FD, OPT_LOG_STAMPS };
+	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
@@ -135,7 +131,8 @@ static const char USAGE[] =
 	"(doc/security.md).\n";
 
 struct opts {
-	const char *state_dir, *session, *cmd, *run_id, *guest_user;
+	const struct command *cmd;
+	const char *state_dir, *session, *run_id, *guest_user;
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd, log_fd;
 	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
@@ -208,22 +205,6 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
 	return 0;
 }
 
-/* A supervisor's diagnostic: on stderr (out/supervisors.log for a
- * detached one), and to syslog too when that write fails — a full disk
- * must not silence the line that says the disk is full. */
-static void
-say(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), PROG, line) < 0 || fflush(stderr) != 0)
-		syslog(LOG_ERR, "%s", line);
-}
-
 /* Once its guest has run, what the supervisor writes must not be lost:
  * should the write that failed with e be tried again?  When another
  * process holds the write lock, or the disk is full (then the reserve is
@@ -238,9 +219,10 @@ wait_to_retry(struct state *st, struct db_wait *w, const char *run_id, const cha
 	if (!db_wait_again(&st->db, w, &say_now))
 		return false;
 	if (full && reserve_release(st))
-		say("run '%s': the disk is full: released the state's reserve for its %s", run_id, what);
+		svlog_say(PROG, "run '%s': the disk is full: released the state's reserve for its %s",
+		    run_id, what);
 	if (say_now)
-		say("run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
+		svlog_say(PROG, "run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
 		    "the write lock", (long long)(w->waited_ms / 1000), e->msg);
 	return true;
 }
@@ -670,21 +652,42 @@ cmd_sweep(struct state *st, const struct opts *o, struct ek_err *e)
 
 /* --- isolation ------------------------------------------------------------------ */
 
-/* Needs no state: exec-loop asks before its first session creates one. */
+/* Needs no state (st is NULL): exec-loop asks before its first session
+ * creates one. */
 static int
-cmd_isolation(const char *state_dir, const struct opts *o, struct ek_err *e)
+cmd_isolation(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct isolate iso;
 	char line[1024];
 
-	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, state_dir, &iso, e) < 0)
+	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation,
+	    cli_state_dir(o->state_dir), &iso, e) < 0)
 		return -1;
 	isolate_describe(&iso, line, sizeof line);
 	printf("%s\n", line);
 	return 0;
 }
 
-/* --- options and main ---------------------------------------------------------- */
+/* --- commands, options and main ----------------------------------------------- */
+
+/* What a command needs: one RUN_ID operand; --session SID; no state (it
+ * runs with st NULL); to be undumpable (a supervisor's guest must not read
+ * its memory). */
+enum { NEEDS_ID = 1, NEEDS_SESSION = 2, NO_STATE = 4, UNDUMPABLE = 8 };
+
+/* The commands, as git's commands[]; gen-completion.sh reads their names. */
+static const struct command {
+	const char *name;
+	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
+	unsigned needs;
+} commands[] = {
+	{ "start", cmd_start, 0 },
+	{ "supervise", cmd_supervise, NEEDS_ID | UNDUMPABLE },
+	{ "cancel", cmd_cancel, NEEDS_ID | NEEDS_SESSION },
+	{ "wait", cmd_wait, 0 },
+	{ "sweep", cmd_sweep, 0 },
+	{ "isolation", cmd_isolation, NO_STATE },
+};
 
 static int
 number(const char *name, const char *arg, int64_t min, int64_t max, int64_t *out)
@@ -699,14 +702,10 @@ static int
 parse_opt(int c, struct opts *o, char **argv)
 {
 	switch (c) {
-	case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-	case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-	case OPT_STATE_DIR: o->state_dir = optarg; return 0;
-	case OPT_JSON: o->json = 1; return 0;
 	case OPT_WAIT: o->wait = 1; return 0;
 	case OPT_CONFIRMED: o->confirmed = 1; return 0;
 	case OPT_CHAIN: o->chain = 1; return 0;
-	case OPT_LOG_FD: return number("--log-fd", optarg, 0, INT32_MAX, &o->log_fd);
+	case OPT_LOG_FD: return number("log-fd", optarg, 0, INT32_MAX, &o->log_fd);
 	case OPT_LOG_STAMPS: o->log_stamps = 1; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
@@ -722,7 +721,7 @@ parse_opt(int c, struct opts *o, char **argv)
 			return cli_usage_error(PROG, "--isolation: '%s' is not one of auto, userns, user, none",
 			    optarg);
 		return 0;
-	default: return cli_bad_option(PROG, argv);
+	default: return cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json);
 	}
 }
 
@@ -740,21 +739,20 @@ parse_args(int argc, char **argv, struct opts *o)
 			return rc;
 	if (optind == argc)
 		return cli_usage_error(PROG, "missing command");
-	o->cmd = argv[optind++];
-	needs_id = strcmp(o->cmd, "supervise") == 0 || strcmp(o->cmd, "cancel") == 0;
-	if (!needs_id && strcmp(o->cmd, "start") && strcmp(o->cmd, "wait") && strcmp(o->cmd, "sweep") &&
-	    strcmp(o->cmd, "isolation"))
-		return cli_unknown_command(PROG, o->cmd, USAGE);
+	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
+		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
+	optind++;
+	needs_id = o->cmd->needs & NEEDS_ID;
 	if (needs_id && optind + 1 != argc)
-		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd);
+		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd->name);
 	if (!needs_id && optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
 	o->run_id = needs_id ? argv[optind] : NULL;
 	if (o->run_id && !run_id_valid(o->run_id))
 		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->run_id);
-	if (strcmp(o->cmd, "cancel") == 0 && !o->session)
-		return cli_usage_error(PROG, "cancel needs --session SID (the current session)");
-	if (o->log_fd >= 0 && (strcmp(o->cmd, "start") != 0 || o->wait))
+	if ((o->cmd->needs & NEEDS_SESSION) && !o->session)
+		return cli_usage_error(PROG, "%s needs --session SID (the current session)", o->cmd->name);
+	if (o->log_fd >= 0 && (o->cmd->run != cmd_start || o->wait))
 		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
 	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)
 		return cli_usage_error(PROG, "--log-fd %lld: not an open descriptor", (long long)o->log_fd);
@@ -776,27 +774,17 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
-	if (strcmp(o.cmd, "isolation") == 0)
-		return cli_finish(PROG, cmd_isolation(cli_state_dir(o.state_dir), &o, &e) < 0 ?
-		    ek_report(PROG, &e) : EK_OK);
+	if (o.cmd->needs & NO_STATE)
+		return cli_finish(PROG, o.cmd->run(NULL, &o, &e) < 0 ? ek_report(PROG, &e) : EK_OK);
 	/* A supervisor's guest must not read its memory, environment or
 	 * descriptors (/proc/PID/mem, environ, fd): before the state is opened. */
-	if (strcmp(o.cmd, "supervise") == 0 && prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
+	if ((o.cmd->needs & UNDUMPABLE) && prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
 		ek_fail(&e, EK_OSERR, "prctl PR_SET_DUMPABLE: %s", strerror(errno));
 		return ek_report(PROG, &e);
 	}
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	if (strcmp(o.cmd, "start") == 0)
-		rc = cmd_start(&st, &o, &e);
-	else if (strcmp(o.cmd, "supervise") == 0)
-		rc = cmd_supervise(&st, &o, &e);
-	else if (strcmp(o.cmd, "cancel") == 0)
-		rc = cmd_cancel(&st, &o, &e);
-	else if (strcmp(o.cmd, "wait") == 0)
-		rc = cmd_wait(&st, &o, &e);
-	else
-		rc = cmd_sweep(&st, &o, &e);
+	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
 	if (rc < 0)
 		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */

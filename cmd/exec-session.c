@@ -33,8 +33,7 @@ enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "adopt", no_argument, NULL, OPT_ADOPT },
@@ -88,7 +87,8 @@ static const char USAGE[] =
 	"version, or unsafe permissions.\n";
 
 struct opts {
-	const char *state_dir, *dispatcher, *cmd, *arg, *columns;
+	const struct command *cmd;
+	const char *state_dir, *dispatcher, *arg, *columns;
 	int64_t timeout_ms;
 	int json, adopt, current, ids, utc;
 };
@@ -566,19 +566,35 @@ cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
+/* --- commands, options and main ------------------------------------------ */
+
+/* What a command needs: one SESSION_ID operand; the state directory
+ * created when there is none yet. */
+enum { NEEDS_SID = 1, CREATES_STATE = 2 };
+
+/* The commands, as git's commands[]; gen-completion.sh reads their names. */
+static const struct command {
+	const char *name;
+	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
+	unsigned needs;
+} commands[] = {
+	{ "open", cmd_open, CREATES_STATE },
+	{ "heartbeat", cmd_heartbeat, 0 },
+	{ "close", cmd_close, 0 },
+	{ "show", cmd_show, 0 },
+	{ "report", cmd_report, 0 },
+	{ "adopt", cmd_adopt, NEEDS_SID },
+};
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c;
+	int c, rc;
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
 		case OPT_ADOPT: o->adopt = 1; break;
 		case OPT_CURRENT: o->current = 1; break;
@@ -589,24 +605,28 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
 			break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind == argc)
 		return cli_usage_error(PROG, "missing command");
-	o->cmd = argv[optind];
-	if (strcmp(o->cmd, "adopt") == 0 && optind + 2 != argc)
-		return cli_usage_error(PROG, "adopt needs one SESSION_ID (an earlier session of this state)");
-	if (strcmp(o->cmd, "adopt") != 0 && optind + 1 != argc)
+	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
+		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
+	if ((o->cmd->needs & NEEDS_SID) && optind + 2 != argc)
+		return cli_usage_error(PROG, "%s needs one SESSION_ID (an earlier session of this state)",
+		    o->cmd->name);
+	if (!(o->cmd->needs & NEEDS_SID) && optind + 1 != argc)
 		return cli_usage_error(PROG, "too many operands");
 	o->arg = argv[optind + 1];
-	if (strcmp(o->cmd, "open") == 0 && !o->dispatcher)
+	if (o->cmd->run == cmd_open && !o->dispatcher)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
-	if (strcmp(o->cmd, "open") != 0 && o->dispatcher)
+	if (o->cmd->run != cmd_open && o->dispatcher)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
-	if (strcmp(o->cmd, "open") != 0 && o->adopt)
+	if (o->cmd->run != cmd_open && o->adopt)
 		return cli_usage_error(PROG, "--adopt goes with open only");
-	if ((o->current || o->ids || o->utc || o->columns) && strcmp(o->cmd, "show") != 0)
+	if ((o->current || o->ids || o->utc || o->columns) && o->cmd->run != cmd_show)
 		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
 	if ((o->ids || o->columns) && o->json)
 		return cli_usage_error(PROG, "--ids and -o go with the table, not with --json");
@@ -624,32 +644,15 @@ main(int argc, char **argv)
 	struct opts o = { 0 };
 	struct state st;
 	struct ek_err e = { 0 };
-	int rc = parse_args(argc, argv, &o), flags = 0;
+	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
-	if (strcmp(o.cmd, "show") == 0)
-		timefmt_utc(o.utc);
-	if (strcmp(o.cmd, "open") == 0)
-		flags = STATE_CREATE;
-	else if (strcmp(o.cmd, "heartbeat") && strcmp(o.cmd, "close") &&
-	    strcmp(o.cmd, "show") && strcmp(o.cmd, "report") && strcmp(o.cmd, "adopt"))
-		return cli_unknown_command(PROG, o.cmd, USAGE);
-	if (state_open(&st, cli_state_dir(o.state_dir), flags, &e) < 0)
+	timefmt_utc(o.utc);   /* show only (parse_args) */
+	if (state_open(&st, cli_state_dir(o.state_dir), o.cmd->needs & CREATES_STATE ? STATE_CREATE : 0,
+	    &e) < 0)
 		return ek_report(PROG, &e);
-	if (strcmp(o.cmd, "open") == 0)
-		rc = cmd_open(&st, &o, &e);
-	else if (strcmp(o.cmd, "heartbeat") == 0)
-		rc = cmd_heartbeat(&st, &o, &e);
-	else if (strcmp(o.cmd, "close") == 0)
-		rc = cmd_close(&st, &o, &e);
-	else if (strcmp(o.cmd, "show") == 0)
-		rc = cmd_show(&st, &o, &e);
-	else if (strcmp(o.cmd, "adopt") == 0)
-		rc = cmd_adopt(&st, &o, &e);
-	else
-		rc = cmd_report(&st, &o, &e);
+	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
-	rc = rc < 0 ? ek_report(PROG, &e) : EK_OK;
-	return cli_finish(PROG, rc);
+	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

@@ -28,8 +28,7 @@ enum { OPT_DESTINATION = OPT_FIRST_TOOL };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_STATE_OPTIONS,
 	{ "destination", required_argument, NULL, OPT_DESTINATION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -70,10 +69,11 @@ static const char USAGE[] =
 	"another version, or unsafe permissions.\n";
 
 struct opts {
+	const struct command *cmd;
 	const char *state_dir, *destination;
-	const char *cmd, *sub;
 	char **operands;
 	int noperands, json;
+	int64_t capacity;   /* capacity set: VALUE */
 };
 
 static json_t *
@@ -117,9 +117,10 @@ print_failures(const struct opts *o, const struct shares_note *n)
 }
 
 static int
-cmd_capacity_set(struct state *st, const struct opts *o, int64_t capacity, struct ek_err *e)
+cmd_capacity_set(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	const char *dim = o->operands[0];
+	int64_t capacity = o->capacity;
 	struct shares_note n = { 0 };
 	int64_t gen = 0;
 	char buf[64];
@@ -157,6 +158,12 @@ print_dim(const struct share_dim *d, void *arg)
 	return 0;
 }
 
+static int
+cmd_capacity_show(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	return shares_dims(st, print_dim, (void *)o, e);
+}
+
 /* --- shares ------------------------------------------------------------------ */
 
 static int
@@ -190,91 +197,114 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 	return print_share(&s, (void *)o);
 }
 
-/* --- options and main ------------------------------------------------------------ */
-
-/* The command and its operands, checked; the capacity VALUE into *cap. */
 static int
-check_command(struct opts *o, int64_t *cap)
+cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	const char *c = o->cmd;
-	int n = o->noperands;
+	return shares_list(st, o->noperands ? o->operands[0] : NULL, print_share, (void *)o, e);
+}
 
-	if (o->destination && strcmp(c, "show") != 0)
-		return cli_usage_error(PROG, "--destination applies to show only");
-	if (strcmp(c, "capacity") == 0 && n >= 1 && strcmp(o->operands[0], "set") == 0) {
-		o->sub = "set";
-		o->operands++, n--;
-		if (n != 2)
-			return cli_usage_error(PROG, "capacity set needs DIMENSION and VALUE");
-		if (!share_dimension_valid(o->operands[0]))
-			return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
-			    o->operands[0]);
-		*cap = SHARE_UNLIMITED;
-		if (strcmp(o->operands[1], "unlimited") != 0 &&
-		    cli_parse_i64(o->operands[1], 0, SHARE_CAPACITY_MAX, cap) < 0)
-			return cli_usage_error(PROG, "'%.200s' is not a capacity (bytes/s from 0 to %lld, "
-			    "or 'unlimited')", o->operands[1], SHARE_CAPACITY_MAX);
-		return 0;
-	}
-	if (strcmp(c, "capacity") == 0 && n == 1 && strcmp(o->operands[0], "show") == 0)
-		return o->sub = "show", 0;
-	if (strcmp(c, "capacity") == 0)
-		return cli_usage_error(PROG, "capacity needs 'set DIMENSION VALUE' or 'show'");
-	if (strcmp(c, "show") == 0) {
-		if (n != 1)
-			return cli_usage_error(PROG, "show needs exactly one RUN_ID");
-		if (!run_id_valid(o->operands[0]))
-			return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->operands[0]);
-		if (o->destination && !run_id_valid(o->destination))
-			return cli_usage_error(PROG, "'%.200s' is not a destination name", o->destination);
-		return 0;
-	}
-	if (strcmp(c, "list") == 0) {
-		if (n > 1)
-			return cli_usage_error(PROG, "unexpected operand '%s'", o->operands[1]);
-		if (n == 1 && !share_dimension_valid(o->operands[0]))
-			return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
-			    o->operands[0]);
-		return 0;
-	}
-	return cli_unknown_command(PROG, c, USAGE);
+/* --- commands, options and main ------------------------------------------------ */
+
+/* Each command checks its operands (what follows its word) into o. */
+
+static int
+check_capacity_set(struct opts *o)
+{
+	if (o->noperands != 2)
+		return cli_usage_error(PROG, "capacity set needs DIMENSION and VALUE");
+	if (!share_dimension_valid(o->operands[0]))
+		return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
+		    o->operands[0]);
+	o->capacity = SHARE_UNLIMITED;
+	if (strcmp(o->operands[1], "unlimited") != 0 &&
+	    cli_parse_i64(o->operands[1], 0, SHARE_CAPACITY_MAX, &o->capacity) < 0)
+		return cli_usage_error(PROG, "'%.200s' is not a capacity (bytes/s from 0 to %lld, "
+		    "or 'unlimited')", o->operands[1], SHARE_CAPACITY_MAX);
+	return 0;
 }
 
 static int
-parse_args(int argc, char **argv, struct opts *o, int64_t *cap)
+check_capacity_show(struct opts *o)
 {
-	int c;
+	return o->noperands ? cli_usage_error(PROG, "capacity needs 'set DIMENSION VALUE' or 'show'") : 0;
+}
+
+/* The commands, as git's commands[], and the subcommands of capacity;
+ * gen-completion.sh reads their names. */
+static const struct command {
+	const char *name;
+	int (*check)(struct opts *o);
+	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
+} capacity_commands[] = {
+	{ "set", check_capacity_set, cmd_capacity_set },
+	{ "show", check_capacity_show, cmd_capacity_show },
+};
+
+/* capacity SUBCOMMAND ...: o->cmd becomes the subcommand. */
+static int
+check_capacity(struct opts *o)
+{
+	if (o->noperands == 0 ||
+	    !(o->cmd = cli_find_command(o->operands[0], CLI_TABLE(capacity_commands))))
+		return cli_usage_error(PROG, "capacity needs 'set DIMENSION VALUE' or 'show'");
+	o->operands++, o->noperands--;
+	return o->cmd->check(o);
+}
+
+static int
+check_show(struct opts *o)
+{
+	if (o->noperands != 1)
+		return cli_usage_error(PROG, "show needs exactly one RUN_ID");
+	if (!run_id_valid(o->operands[0]))
+		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->operands[0]);
+	if (o->destination && !run_id_valid(o->destination))
+		return cli_usage_error(PROG, "'%.200s' is not a destination name", o->destination);
+	return 0;
+}
+
+static int
+check_list(struct opts *o)
+{
+	if (o->noperands > 1)
+		return cli_usage_error(PROG, "unexpected operand '%s'", o->operands[1]);
+	if (o->noperands == 1 && !share_dimension_valid(o->operands[0]))
+		return cli_usage_error(PROG, "'%.200s' is not a dimension ('executor' or 'dest:NAME')",
+		    o->operands[0]);
+	return 0;
+}
+
+static const struct command commands[] = {
+	{ "capacity", check_capacity, NULL },   /* runs its subcommand */
+	{ "show", check_show, cmd_show },
+	{ "list", check_list, cmd_list },
+};
+
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	int c, rc;
 
 	*o = (struct opts){ 0 };
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
-		case OPT_HELP: fputs(USAGE, stdout); return CLI_DONE;
-		case OPT_VERSION: cli_version(PROG); return CLI_DONE;
-		case OPT_STATE_DIR: o->state_dir = optarg; break;
-		case OPT_JSON: o->json = 1; break;
 		case OPT_DESTINATION: o->destination = optarg; break;
-		default: return cli_bad_option(PROG, argv);
+		default:
+			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
+				return rc;
 		}
 	}
 	if (optind == argc)
 		return cli_usage_error(PROG, "missing command");
-	o->cmd = argv[optind++];
+	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
+		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
+	optind++;
+	if (o->destination && o->cmd->run != cmd_show)
+		return cli_usage_error(PROG, "--destination applies to show only");
 	o->operands = argv + optind;
 	o->noperands = argc - optind;
-	return check_command(o, cap);
-}
-
-static int
-dispatch(struct state *st, const struct opts *o, int64_t cap, struct ek_err *e)
-{
-	if (o->sub && strcmp(o->sub, "set") == 0)
-		return cmd_capacity_set(st, o, cap, e);
-	if (o->sub)
-		return shares_dims(st, print_dim, (void *)o, e);
-	if (strcmp(o->cmd, "show") == 0)
-		return cmd_show(st, o, e);
-	return shares_list(st, o->noperands ? o->operands[0] : NULL, print_share, (void *)o, e);
+	return o->cmd->check(o);
 }
 
 int
@@ -283,14 +313,13 @@ main(int argc, char **argv)
 	struct opts o;
 	struct state st;
 	struct ek_err e = { 0 };
-	int64_t cap = 0;
-	int rc = parse_args(argc, argv, &o, &cap);
+	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = dispatch(&st, &o, cap, &e);
+	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
 }

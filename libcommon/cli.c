@@ -16,6 +16,29 @@ cli_version(const char *prog)
 }
 
 int
+cli_common_opt(int c, const char *prog, const char *usage, char **argv,
+    const char **state_dir, int *json)
+{
+	if (c == OPT_HELP) {
+		fputs(usage, stdout);
+		return CLI_DONE;
+	}
+	if (c == OPT_VERSION) {
+		cli_version(prog);
+		return CLI_DONE;
+	}
+	if (c == OPT_STATE_DIR && state_dir) {
+		*state_dir = optarg;
+		return 0;
+	}
+	if (c == OPT_JSON && json) {
+		*json = 1;
+		return 0;
+	}
+	return cli_bad_option(prog, argv);
+}
+
+int
 cli_usage_error(const char *prog, const char *fmt, ...)
 {
 	va_list ap;

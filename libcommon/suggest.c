@@ -3,16 +3,16 @@
  * does it: a Damerau-Levenshtein distance weighted so that a swap of two
  * letters is cheap and a deletion dear, a prefix of a command counts as
  * an exact match, and only the best candidates under a threshold are
- * offered.  The commands come from the tool's own usage text (cli.h).
+ * offered.  The commands are the names in the tool's command table, which
+ * cli_find_command() looks words up in (cli.h).
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "err.h"
 
-enum { MAX_CMDS = 32, MAX_WORD = 32 };
+enum { MAX_WORD = 32 };
 /* git's weights: swap 0, substitution 2, insertion 1, deletion 3 (plus one for not being a prefix). */
 enum { W_SWAP = 0, W_SUBST = 2, W_INSERT = 1, W_DELETE = 3 };
 /* git suggests nothing at a distance of 7 or more. */
@@ -50,74 +50,49 @@ distance(const char *s, const char *t)
 	return r1[lt];
 }
 
-static void
-add_command(char cmds[][MAX_WORD + 1], int *n, const char *w, size_t len)
+/* The name of entry i of a command table: its first member (cli.h). */
+static const char *
+command_name(const void *table, size_t i, size_t size)
 {
-	if (len == 0 || len > MAX_WORD || *n == MAX_CMDS)
-		return;
-	for (size_t i = 0; i < len; i++)
-		if (!islower((unsigned char)w[i]) && w[i] != '-')
-			return;
-	for (int i = 0; i < *n; i++)
-		if (strlen(cmds[i]) == len && strncmp(cmds[i], w, len) == 0)
-			return;
-	memcpy(cmds[*n], w, len);
-	cmds[(*n)++][len] = '\0';
+	return *(const char *const *)(const void *)((const char *)table + i * size);
 }
 
-/* The command word of each "Usage:" line: the first word after the tool's
- * name and "[OPTION]...", split at '|' ("heartbeat|close|show"). */
-static int
-usage_commands(const char *usage, const char *prog, char cmds[][MAX_WORD + 1])
+const void *
+cli_find_command(const char *word, const void *table, size_t n, size_t size)
 {
-	int n = 0;
-	size_t plen = strlen(prog);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(command_name(table, i, size), word) == 0)
+			return (const char *)table + i * size;
+	return NULL;
+}
 
-	for (const char *line = usage; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		const char *p = line;
-
-		if (strncmp(p, "Usage:", 6) == 0)
-			p += 6;
-		else if (*p != ' ')
-			continue;
-		p += strspn(p, " ");
-		if (strncmp(p, prog, plen) != 0 || p[plen] != ' ')
-			continue;
-		p += plen + strspn(p + plen, " ");
-		if (strncmp(p, "[OPTION]...", 11) == 0)
-			p += 11 + strspn(p + 11, " ");
-		for (;;) {
-			size_t len = strcspn(p, "| \n");
-
-			add_command(cmds, &n, p, len);
-			if (p[len] != '|')
-				break;
-			p += len + 1;
-		}
-	}
-	return n;
+/* How far word is from the command name: 0 for a prefix of it, which is
+ * as good as the word itself ("sh" for "show"), else the distance plus one. */
+static int
+score(const char *word, const char *name)
+{
+	return *word && strncmp(name, word, strlen(word)) == 0 ? 0 : distance(word, name) + 1;
 }
 
 int
-cli_unknown_command(const char *prog, const char *word, const char *usage)
+cli_unknown_command(const char *prog, const char *word, const void *table, size_t n, size_t size)
 {
-	char cmds[MAX_CMDS][MAX_WORD + 1];
-	int n = usage_commands(usage, prog, cmds), dist[MAX_CMDS], best = SIMILARITY_FLOOR, count = 0;
+	int best = SIMILARITY_FLOOR, count = 0;
+	size_t i;
 
-	for (int i = 0; i < n; i++) {
-		/* a prefix is as good as the word itself: "sh" for "show" */
-		dist[i] = *word && strncmp(cmds[i], word, strlen(word)) == 0 ? 0 : distance(word, cmds[i]) + 1;
-		if (dist[i] < best)
-			best = dist[i];
+	for (i = 0; i < n; i++) {
+		int d = score(word, command_name(table, i, size));
+
+		best = d < best ? d : best;
 	}
+	for (i = 0; i < n; i++)
+		count += score(word, command_name(table, i, size)) == best;
 	fprintf(stderr, "%s: unknown command '%.100s'\n", prog, word);
-	for (int i = 0; i < n; i++)
-		count += dist[i] == best;
 	if (best < SIMILARITY_FLOOR) {
 		fprintf(stderr, "\nThe most similar command%s\n", count == 1 ? " is" : "s are");
-		for (int i = 0; i < n; i++)
-			if (dist[i] == best)
-				fprintf(stderr, "\t%s\n", cmds[i]);
+		for (i = 0; i < n; i++)
+			if (score(word, command_name(table, i, size)) == best)
+				fprintf(stderr, "\t%s\n", command_name(table, i, size));
 		fputc('\n', stderr);
 	}
 	fprintf(stderr, "Try '%s --help' for more information.\n", prog);

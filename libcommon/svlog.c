@@ -1,8 +1,10 @@
 /* svlog — see svlog.h. */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,4 +78,17 @@ svlog_prefix(void)
 	if (!localtime_r(&t, &tm) || strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z ", &tm) == 0)
 		return "";
 	return buf;
+}
+
+void
+svlog_say(const char *prog, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), prog, line) < 0 || fflush(stderr) != 0)
+		syslog(LOG_ERR, "%s", line);
 }

@@ -32,4 +32,9 @@ void svlog_stamp_lines(void);
 /* "2026-12-01T20:40:01+0000 " once svlog_stamp_lines() was called, else "". */
 const char *svlog_prefix(void);
 
+/* A supervisor's diagnostic, "prog: line" after svlog_prefix(): on
+ * stderr (the log, for a detached one), and to syslog too when that write
+ * fails — a full disk must not silence the line that says the disk is full. */
+void svlog_say(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

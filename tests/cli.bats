@@ -74,6 +74,19 @@ bad_option() {
 	EOF
 }
 
+@test "every command of a tool's table is suggested for its word less the last letter" {
+	local t w
+	need_completion
+	for t in exec-run exec-session exec-inspect exec-shares; do
+		for w in $(complete_words "$t" ''); do
+			run --separate-stderr "$t" "${w%?}"
+			[ "$status" -eq "$EK_USAGE" ] || fail "$t ${w%?}: exit $status"
+			assert_equal "${stderr_lines[1]}" "The most similar command is"
+			assert_equal "${stderr_lines[2]}" "$(printf '\t%s' "$w")"
+		done
+	done
+}
+
 @test "several equally close commands are all offered; a far word gets none" {
 	run --separate-stderr exec-inspect s
 	[ "$status" -eq "$EK_USAGE" ]

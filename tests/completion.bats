@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Bash completion, in a real bash with bash-completion loaded: options come
-# from each tool's own option table (build-aux/gen-completion.sh), run ids
-# and session ids from the state directory, read-only and fast.
+# from each tool's own option table and subcommands from its command table
+# (build-aux/gen-completion.sh), run ids and session ids from the state
+# directory, read-only and fast.
 
 load helpers
 load doclib
@@ -50,7 +51,7 @@ sorted() { LC_ALL=C sort; }
 	done
 }
 
-@test "subcommands, their subcommands and list kinds come from the usage lines" {
+@test "subcommands and their subcommands come from the command tables, list kinds from inspect.c" {
 	run complete_words exec-session ''
 	assert_output "$(printf '%s\n' open heartbeat close show report adopt)"
 	run complete_words exec-inspect ''
@@ -65,6 +66,32 @@ sorted() { LC_ALL=C sort; }
 	assert_output "$(printf '%s\n' retained refused running receipts)"
 	run complete_words exec-inspect summary ''   # summary takes no operand
 	assert_output ''
+}
+
+# help_commands TOOL [WORD]: the command words (after WORD) that the usage
+# lines of TOOL --help name, split at '|', one a line, sorted.
+help_commands() {
+	usage_lines "$1" | awk -v t="$1" -v after="${2:-}" '{
+		i = 1; if ($i == t) i++; if ($i == "[OPTION]...") i++
+		if (after != "") { if ($i != after) next; i++ }
+		if ($i ~ /^[a-z][a-z|-]*$/) { n = split($i, w, "|"); for (j = 1; j <= n; j++) print w[j] }
+	}' | LC_ALL=C sort -u
+}
+
+@test "every command of a tool's table is completed, named in its --help, and run by it" {
+	local t w words
+	for t in exec-run exec-session exec-inspect exec-shares "exec-shares capacity"; do
+		read -r -a words <<<"$t"
+		run complete_words "${words[@]}" ''
+		assert_success
+		[ -n "$output" ] || fail "$t: no commands completed"
+		diff -u <(help_commands "${words[@]}") <(printf '%s\n' "$output" | sorted) ||
+			fail "$t: completion (+) differs from the usage lines of --help (-)"
+		for w in $output; do
+			run --separate-stderr "${words[@]}" "$w"
+			[[ $stderr != *"unknown command"* ]] || fail "$t $w: $stderr"
+		done
+	done
 }
 
 @test "exec-inspect lookup <TAB> offers the run ids of a real state" {
