@@ -12,9 +12,11 @@
  * budget is spent or the session turns out to be over.  It reads and
  * sends only: it never touches queued work and never runs a guest.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -209,6 +211,42 @@ count_passes(struct state *st, int n)
 		fprintf(stderr, "%s: warning: the pass counter was not updated: %s\n", PROG, e.msg);
 }
 
+/* How long a Retry-After the dispatcher gave still holds deliveries back
+ * (ms; 0: none, or unreadable: the next pass says why). */
+static int64_t
+hold_left(struct state *st)
+{
+	struct ek_err e = { 0 };
+	struct session cur;
+	int64_t now = now_ms();
+
+	if (session_current(st, &cur, &e) <= 0 || cur.retry_after_at <= now)
+		return 0;
+	return cur.retry_after_at - now;
+}
+
+/* Whether a drain goes on after pass p: a Retry-After that ends within
+ * the budget is waited out here (a pass then goes at once, not at the
+ * caller's next tick); else while full passes still settle something. */
+static bool
+drain_goes_on(struct state *st, const struct opts *o, const struct pass *p, int64_t deadline)
+{
+	int64_t held;
+	struct timespec ts;
+
+	if (!o->drain || p->session_over || mono_ms() >= deadline)
+		return false;
+	if ((held = hold_left(st)) > 0) {
+		if (mono_ms() + held >= deadline)
+			return false;
+		ts.tv_sec = held / 1000;
+		ts.tv_nsec = (long)(held % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+		return true;
+	}
+	return p->n == o->max && p->delivered + p->refused > 0;
+}
+
 static int
 reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -235,8 +273,7 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
 			    "waiting", p.waiting, "session_over", p.session_over));
 		show_progress(st, &s.b, &pg, passes, delivered, refused, p.waiting);
-	} while (o->drain && !p.session_over && p.n == o->max && p.delivered + p.refused > 0 &&
-	    mono_ms() < deadline);
+	} while (drain_goes_on(st, o, &p, deadline));
 	progress_end(&pg);
 	count_passes(st, worked);
 	if (!o->json)

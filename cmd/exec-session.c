@@ -54,7 +54,8 @@ static const char USAGE[] =
 	"Commands:\n"
 	"  open       negotiate a new session (the previous one becomes replaced),\n"
 	"             quarantine rows of every other binding, print the startup report\n"
-	"  heartbeat  extend the lease; says 'reconcile-due' when results wait, and\n"
+	"  heartbeat  extend the lease; says 'reconcile-due' when results wait (with\n"
+	"             'hold-ms=N' while a Retry-After holds them back N ms more), and\n"
 	"             adds 'inspect-due' when the dispatcher holds inspections for it\n"
 	"  close      hand back the runs accepted and never started, then end the\n"
 	"             session at the dispatcher and here\n"
@@ -252,7 +253,7 @@ record_beat(struct state *st, const struct session *s, int64_t deadline, struct 
 static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	int64_t deadline = mono_ms() + o->timeout_ms, n, pending = 0;
+	int64_t deadline = mono_ms() + o->timeout_ms, n, pending = 0, hold;
 	struct session s;
 	json_t *ans = NULL, *p;
 	int rc;
@@ -265,12 +266,16 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	if (rc < 0 || record_beat(st, &s, deadline, e) < 0 ||
 	    result_count_deliverable_by(st, &s.b, &n, e) < 0)
 		return -1;
+	/* a Retry-After the dispatcher gave: how long no pass should start */
+	hold = s.retry_after_at > now_ms() ? s.retry_after_at - now_ms() : 0;
 	if (o->json)
-		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:b, s:I}", "event", "heartbeat",
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:b, s:I}", "event", "heartbeat",
 		    "session_id", s.b.session_id, "status", "current", "reconcile_due", n > 0,
-		    "deliverable", (json_int_t)n, "inspect_due", pending > 0,
+		    "deliverable", (json_int_t)n, "hold_ms", (json_int_t)hold, "inspect_due", pending > 0,
 		    "inspections_pending", (json_int_t)pending));
-	else   /* exec-loop reads these words */
+	else if (n > 0 && hold > 0)   /* exec-loop reads these words */
+		printf("reconcile-due hold-ms=%lld%s\n", (long long)hold, pending > 0 ? " inspect-due" : "");
+	else
 		printf("%s%s\n", n > 0 ? "reconcile-due" : "current", pending > 0 ? " inspect-due" : "");
 	return 0;
 }

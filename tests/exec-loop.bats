@@ -185,6 +185,32 @@ two_retained() {
 	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
 }
 
+# beats N: wait until the current session has beaten N more times.
+beats() {
+	local i beat
+	for ((i = 0; i < $1; i++)); do
+		beat=$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = 'current'")
+		wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
+	done
+}
+
+@test "a Retry-After past the worker's budget: the heartbeat tells the hold, and no pass starts before it ends" {
+	two_retained
+	local attempts
+	attempts=$(sql "SELECT sum(attempts) FROM results")
+	fault 429 1 3600000                              # the first report: 429, Retry-After an hour
+	start_loop --jitter-ms 0 --reconcile-ms 200
+	wait_until 'grep -q "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err"'
+	beats 3                                          # three heartbeats, each saying hold-ms=...
+	run exec-session heartbeat
+	assert_output --regexp '^reconcile-due hold-ms=[0-9]+$'
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID"
+	run grep -c "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err"
+	assert_output 1                                  # the pass that was told to wait, and no other
+	[ "$(sql "SELECT sum(attempts) FROM results")" = $((attempts + 1)) ]   # one report, the 429
+}
+
 @test "after a start (or an outage) the first reconcile pass waits within --jitter-ms; with 0 it goes at once" {
 	two_retained
 	local reports beat

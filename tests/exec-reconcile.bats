@@ -323,8 +323,27 @@ CONF
 	[ "$status" -eq "$EK_TEMPFAIL" ]
 	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]
 	[ "$(sql "SELECT sum(attempts) FROM results")" = $((before + 1)) ]
-	run exec-session heartbeat                     # never held back
+	run exec-session heartbeat                     # never held back; it tells the hold
 	assert_success
+	assert_output --regexp '^reconcile-due hold-ms=[0-9]+$'
+	[ "${output#*=}" -gt 3500000 ]
+	run exec-session heartbeat --json
+	[[ $output =~ \"hold_ms\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 3500000 ] || fail "$output"
+}
+
+@test "--drain waits out a Retry-After that ends within its budget, then goes on at once" {
+	start_dispatcher
+	open_session
+	retain_many 5
+	fault 5xx 1 1000                                 # a 503 with Retry-After: 1 s
+	run exec-reconcile --drain --budget-ms "$WAIT_MS"
+	assert_success
+	assert_output --partial "5 delivered, 0 refused, 0 waiting in 2 passes"
+	local i
+	for i in 1 2 3 4 5; do [ "$(disp_charges "d$i")" = 1 ]; done
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	run exec-session heartbeat
+	assert_output current                            # the hold is over: no word of it
 }
 
 @test "after a short Retry-After every result is delivered once" {
