@@ -29,7 +29,7 @@
 #include "dispatcher.h"
 
 enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIES = 8,
-	BELL_SLICE_MS = 50 };
+	BELL_SLICE_MS = 100 };
 
 /*
  * The bell: rung whenever runs become queued (a submission, a re-queue),
