@@ -7,6 +7,28 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 scripts/deps.sh || exit 1
 
+# The loaded run: the suites that once failed on a loaded machine (the
+# drills that time a dispatcher, a session, a restart or a soak, the
+# hostile and concurrent ones, exec-dispatcher and exec-shares) again on
+# the plain build, in the background during the sanitizer pass: its four
+# jobs of sanitized processes keep both cores busy, so the machine is
+# loaded throughout by useful work.  The tests wait on events with
+# generous bounds, so load only makes them slower; a failure here is a
+# timing assumption that a loaded machine breaks.  The other drills run in
+# both passes.
+loaded_pid=
+start_loaded_run() {
+	[ -x build/exec-run ] || return 0
+	loaded="tests/drills/dispatcher.bats tests/drills/session.bats tests/drills/soak.bats
+		tests/drills/restart.bats tests/drills/concurrency.bats tests/drills/hostile-guest.bats
+		tests/exec-dispatcher.bats tests/exec-shares.bats"
+	loaded_start=$(date +%s)
+	# shellcheck disable=SC2086 # the list is words
+	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
+		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null &
+	loaded_pid=$!
+}
+
 status=0
 for variant in plain sanitizers; do
 	dir=build
@@ -22,6 +44,7 @@ for variant in plain sanitizers; do
 	# drills take fewer seeds there (the plain run alone makes > 200 crashes).
 	seeds=14 kills=12 stops=200
 	[ "$variant" = sanitizers ] && seeds=4 kills=4 stops=60
+	[ "$variant" = sanitizers ] && start_loaded_run
 	start=$(date +%s)
 	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -34,29 +57,6 @@ for variant in plain sanitizers; do
 		fi
 	done
 done
-
-# The loaded run: the suites that once failed on a loaded machine (the
-# drills that time a dispatcher, a session, a restart or a soak, the
-# hostile and concurrent ones, exec-dispatcher and exec-shares) again on
-# the plain build, in the background while fuzzing and make distcheck keep
-# both cores busy, with stress-ng adding 2 CPU workers throughout.  The
-# tests wait on events with generous bounds, so load only makes them
-# slower; a failure here is a timing assumption a loaded machine breaks.
-# The rest of the drills run in both passes above.
-loaded_pid=
-if [ -x build/exec-run ]; then
-	echo "== loaded run (beside fuzzing and distcheck, plus stress-ng --cpu 2)"
-	loaded="tests/drills/dispatcher.bats tests/drills/session.bats tests/drills/soak.bats
-		tests/drills/restart.bats tests/drills/concurrency.bats tests/drills/hostile-guest.bats
-		tests/exec-dispatcher.bats tests/exec-shares.bats"
-	stress-ng --cpu 2 --timeout 1800s --quiet >/dev/null 2>&1 &
-	stress=$!
-	loaded_start=$(date +%s)
-	# shellcheck disable=SC2086 # the list is words
-	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
-		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null &
-	loaded_pid=$!
-fi
 
 # The crash drills' tally (tests/drills/crash-*.bats print it on fd 3).
 for dir in build build-san; do
@@ -102,9 +102,7 @@ loaded_pass=0
 loaded_fail=0
 if [ -n "$loaded_pid" ]; then
 	wait "$loaded_pid"
-	kill "$stress" 2>/dev/null
-	wait "$stress" 2>/dev/null
-	echo "== loaded run: $(($(date +%s) - loaded_start)) s"
+	echo "== loaded run (beside the sanitizer pass): $(($(date +%s) - loaded_start)) s"
 	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' build/loaded.tap | head -1)
 	loaded_pass=$(grep -c '^ok ' build/loaded.tap)
 	loaded_fail=$(grep -c '^not ok ' build/loaded.tap)
