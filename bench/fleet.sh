@@ -45,6 +45,7 @@ Environment (defaults in brackets):
                      [FLEET_N / (2 x tick), at least 1: a run every 2 ticks each]
   FLEET_STEADY_S     seconds of steady state measured [4 ticks, at least 5]
   FLEET_OUTAGE_S     seconds the dispatcher stays down [a tick, at least 3]
+  FLEET_LEASE_MS     the fleet's session lease [12 ticks, at least 30000]
   FLEET_RETAIN_MAX   seconds the fleet may take to retain the results [300]
   FLEET_RECOVERY_MAX seconds the recovery may take [240]
   FLEET_PNG          the picture [$here/fleet.png]
@@ -76,9 +77,13 @@ STEADY_S=$(num FLEET_STEADY_S $((4 * TICK > 5 ? 4 * TICK : 5)))
 OUTAGE_S=$(num FLEET_OUTAGE_S $((TICK > 3 ? TICK : 3)))
 RETAIN_MAX=$(num FLEET_RETAIN_MAX 300)
 RECOVERY_MAX=$(num FLEET_RECOVERY_MAX 240)
+# The lease: 12 ticks, at least the dispatcher's 30 s, as an operator sizes
+# it to the heartbeat; a loaded machine can starve a beat or two of CPU.
+LEASE_MS=$(num FLEET_LEASE_MS $((12 * TICK * 1000 > 30000 ? 12 * TICK * 1000 : 30000)))
 for v in N RESULTS TICK SLOTS STEADY_S GATE; do
 	[ "${!v}" -gt 0 ] || { echo "fleet: FLEET_$v must be positive" >&2; exit 64; }
 done
+# shellcheck disable=SC2034 # the picture is drawn by bench/fleet-plot.sh
 PNG=${FLEET_PNG:-$here/fleet.png}
 DATA=${FLEET_DATA:-$here/fleet-data}
 B=${1:-${BUILD:-$top/build}}
@@ -379,7 +384,7 @@ fleet_run() {   # MODE (gate | nogate)
 		gate_opts=(--max-inflight 0)
 		[ -z "$JITTER" ] || loop_opts=(--jitter-ms 0)
 	fi
-	start_dispatcher "$d" 0 "${gate_opts[@]}"
+	start_dispatcher "$d" 0 --lease-ms "$LEASE_MS" "${gate_opts[@]}"
 	say "$mode: dispatcher at $url (${gate_opts[*]}); starting $N executors over ${TICK}s"
 
 	# The probe's own session; its credential only in a 0600 header file.
@@ -484,7 +489,7 @@ fleet_run() {   # MODE (gate | nogate)
 	nap "$OUTAGE_S"
 
 	# Recovery: the same store and port; until every result is recorded.
-	start_dispatcher "$d" "$port" "${gate_opts[@]}"
+	start_dispatcher "$d" "$port" --lease-ms "$LEASE_MS" "${gate_opts[@]}"
 	mark "$d" restart
 	say "$mode: recovery: waiting for $want results (at most ${RECOVERY_MAX}s)"
 	t=$SECONDS

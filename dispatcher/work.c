@@ -33,61 +33,73 @@ enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIE
 
 /*
  * The bell: rung whenever runs become queued (a submission, a re-queue),
- * so that a feed request waiting for work (wait_ms) answers at once.  A
- * waiter reads the count before its look at the queue and waits for it
- * to change: a ring between the two is never missed.  Ringing inside the
- * submitter's transaction is enough, as the waiter's next look takes the
- * store's mutex after that transaction.
+ * so that a feed request waiting for work (wait_ms) looks again at once.
+ * A ring wakes one waiter, not all of them: a fleet of idle executors
+ * must not stampede the store for every run submitted.  A woken waiter
+ * that took a full feed, or none for a reason of its own (its session
+ * ended), rings on, so a large submission wakes as many waiters as it
+ * feeds.  A waiter registers before its first look at the queue and a
+ * ring leaves a token for a registered one, so a ring between a look and
+ * the wait after it is never missed.  Ringing inside the submitter's
+ * transaction is enough: the woken waiter's look takes the store's mutex
+ * after that transaction.
  */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint64_t rings;
-} bell = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	int waiters;   /* registered: looking or waiting */
+	int tokens;    /* rings not taken yet, at most one per waiter */
+} bell = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
 
 void
 work_ring(void)
 {
 	pthread_mutex_lock(&bell.mu);
-	bell.rings++;
-	pthread_cond_broadcast(&bell.cv);
+	if (bell.tokens < bell.waiters) {
+		bell.tokens++;
+		pthread_cond_signal(&bell.cv);
+	}
 	pthread_mutex_unlock(&bell.mu);
 }
 
-static uint64_t
-bell_count(void)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&bell.mu);
-	n = bell.rings;
-	pthread_mutex_unlock(&bell.mu);
-	return n;
-}
-
-/* Wait until the bell rings past seen, ms pass, the dispatcher stops or
- * the peer hangs up; in slices, so that the last two are noticed. */
 static void
-bell_await(uint64_t seen, int64_t ms, struct MHD_Connection *conn)
+bell_register(bool in)
+{
+	pthread_mutex_lock(&bell.mu);
+	bell.waiters += in ? 1 : -1;
+	if (bell.tokens > bell.waiters)
+		bell.tokens = bell.waiters;
+	pthread_mutex_unlock(&bell.mu);
+}
+
+/* Wait for a ring's token, until ms pass, the dispatcher stops or the
+ * peer hangs up (in slices, so that the last two are noticed): true when
+ * this waiter took a token. */
+static bool
+bell_await(int64_t ms, struct MHD_Connection *conn)
 {
 	int64_t end = mono_ms() + ms, left;
 	struct timespec until;
+	bool rung;
 
 	pthread_mutex_lock(&bell.mu);
-	while (bell.rings == seen && (left = end - mono_ms()) > 0 && !atomic_load(&dsp.stopping)) {
+	while (!bell.tokens && (left = end - mono_ms()) > 0 && !atomic_load(&dsp.stopping)) {
 		pthread_mutex_unlock(&bell.mu);
 		if (peer_gone(conn))
-			return;
+			return false;
 		pthread_mutex_lock(&bell.mu);
 		clock_gettime(CLOCK_REALTIME, &until);
 		left = left < BELL_SLICE_MS ? left : BELL_SLICE_MS;
 		until.tv_nsec += (long)(left % 1000) * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
-		if (bell.rings == seen)
+		if (!bell.tokens)
 			pthread_cond_timedwait(&bell.cv, &bell.mu, &until);
 	}
+	if ((rung = bell.tokens > 0))
+		bell.tokens--;
 	pthread_mutex_unlock(&bell.mu);
+	return rung;
 }
 
 /* Append to runs the specs selected by st (column 0 = spec); -1 on error. */
@@ -107,10 +119,11 @@ append_specs(struct req *rq, sqlite3_stmt *st, json_t *runs, json_t *ids)
 	return r;
 }
 
-/* Hand session sid up to max runs: its unreceipted ones, then new ones.
- * With nothing to hand and wait set, no answer: 1, the caller waits. */
+/* Hand session sid up to max runs: its unreceipted ones, then new ones;
+ * how many in *took.  With nothing to hand and wait set, no answer: 1,
+ * the caller waits. */
 static int
-feed(struct req *rq, int64_t max, bool wait)
+feed(struct req *rq, int64_t max, bool wait, int64_t *took)
 {
 	json_t *runs = json_array(), *ids = json_array(), *v;
 	sqlite3_stmt *st;
@@ -134,11 +147,30 @@ feed(struct req *rq, int64_t max, bool wait)
 		json_decref(runs);
 		return internal(rq);
 	}
-	if (wait && json_array_size(runs) == 0 && max > 0) {
+	*took = (int64_t)json_array_size(runs);
+	if (wait && *took == 0 && max > 0) {
 		json_decref(runs);
 		return 1;
 	}
 	return answer(rq, 200, json_pack("{s:o}", "runs", runs));
+}
+
+/* One look at the feed in a transaction of its own: the HTTP status, or
+ * 1 (nothing to hand, and wait: the caller waits). */
+static int
+feed_look(struct req *rq, int64_t max, bool wait, int64_t *took)
+{
+	int status;
+
+	*took = 0;
+	if (tx_begin(rq) < 0)
+		return 500;
+	if (!(status = sess_gate(rq, rq->arg, NULL, false)))
+		status = feed(rq, max, wait && !atomic_load(&dsp.stopping), took);
+	if (status != 1)
+		return tx_end(rq, status);
+	tx_end(rq, 200);
+	return 1;
 }
 
 /* GET /v1/sessions/{sid}/work?max=N&wait_ms=W: the work feed.  With W, an
@@ -150,8 +182,8 @@ h_work(struct req *rq)
 {
 	const char *m = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "max");
 	const char *w = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
-	int64_t max = FEED_DEFAULT, wait = 0, end;
-	uint64_t seen;
+	int64_t max = FEED_DEFAULT, wait = 0, end, took = 0;
+	bool rung = false;
 	int status;
 
 	if (m && cli_parse_i64(m, 0, INT32_MAX, &max) < 0)
@@ -160,26 +192,27 @@ h_work(struct req *rq)
 		return fail(rq, 400, "invalid", "wait_ms must be a number from 0 to %d", FEED_WAIT_MAX);
 	if (max > FEED_MAX)
 		max = FEED_MAX;
-	if (wait > 0)   /* the idle timeout must not end a long poll */
-		MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT,
-		    (unsigned int)(wait / 1000 + 15));
+	if (wait == 0)
+		return feed_look(rq, max, false, &took);
+	/* the idle timeout must not end a long poll */
+	MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned int)(wait / 1000 + 15));
 	end = mono_ms() + wait;
-	for (;;) {
-		seen = bell_count();
-		if (tx_begin(rq) < 0)
-			return 500;
-		if (!(status = sess_gate(rq, rq->arg, NULL, false)))
-			status = feed(rq, max, mono_ms() < end && !atomic_load(&dsp.stopping));
-		if (status != 1)
-			return tx_end(rq, status);
-		tx_end(rq, 200);
+	bell_register(true);
+	while ((status = feed_look(rq, max, mono_ms() < end, &took)) == 1) {
 		http_park(rq, true);
-		bell_await(seen, end - mono_ms(), rq->conn);
+		rung = bell_await(end - mono_ms(), rq->conn);
 		http_park(rq, false);
-		if (peer_gone(rq->conn))
-			return fail(rq, 400, "invalid", "the client went away");
+		if (peer_gone(rq->conn)) {
+			status = fail(rq, 400, "invalid", "the client went away");
+			break;
+		}
 	}
+	bell_register(false);
+	if (rung && (status != 200 || took == max))
+		work_ring();   /* what woke us may feed another */
+	return status;
 }
+
 /* Check a receipts body; NULL if valid, else why not. */
 static const char *
 receipts_check(json_t *list)

@@ -704,6 +704,28 @@ feed_wait() {
 	done
 }
 
+@test "the work feed's wait_ms: one submission of three runs wakes three waiters taking one each, at once" {
+	local xid pids=() i t0=$SECONDS
+	for i in 1 2 3; do
+		xid=$(printf '%032x' "$((0xabc0 + i))")
+		negotiate "$xid"
+		printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/wauth$i"
+		curl -sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/wbody$i" \
+			-H @"$BATS_TEST_TMPDIR/wauth$i" "$DISP_URL/v1/sessions/$SID/work?max=1&wait_ms=30000" &
+		pids+=($!)
+	done
+	wait_until 'api GET /admin/stats; [[ $(num waiting) == 3 ]]'
+	api POST /admin/runs '{"runs":[{"run_id":"m1","txn_id":"t1","program":"/bin/true"},{"run_id":"m2","txn_id":"t2","program":"/bin/true"},{"run_id":"m3","txn_id":"t3","program":"/bin/true"}]}'
+	[[ $code == 200 ]]
+	wait "${pids[@]}"
+	(( SECONDS - t0 < 30 ))                                 # each woke before its wait ran out
+	for i in 1 2 3; do
+		[[ $(grep -o '"run_id":"m[123]"' "$BATS_TEST_TMPDIR/wbody$i" | wc -l) == 1 ]] ||
+			fail "waiter $i: $(cat "$BATS_TEST_TMPDIR/wbody$i")"
+	done
+	[[ $(cat "$BATS_TEST_TMPDIR"/wbody? | grep -o '"run_id":"m[123]"' | sort -u | wc -l) == 3 ]]
+}
+
 # gated_flood N S: a dispatcher with --max-rate 1 --retry-after S, and r1's
 # result reported N times on one connection (far more than one a second);
 # the answers' headers in $BATS_TEST_TMPDIR/heads.
