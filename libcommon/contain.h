@@ -52,7 +52,10 @@ int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
  * (clone3 CLONE_INTO_CGROUP, Linux 5.7): *born_in is then true.  Else a
  * plain fork(), and the caller moves the child with contain_cgroup_enter().
  * Why not always move it: writing cgroup.procs waits for an RCU grace
- * period, 10 to 20 ms a guest, most of a short run's cost. */
+ * period, 10 to 20 ms a guest, most of a short run's cost.  The caller is
+ * single-threaded, and the child, as after vfork(), only makes system
+ * calls and execs: glibc's own fork handlers did not run for it (its
+ * cached thread id is the parent's, so no raise() or pthread_* there). */
 pid_t contain_fork(const struct contain *c, bool *born_in);
 
 /* Move process pid into c's cgroup: 0, or -1 (e filled; the cgroup is
