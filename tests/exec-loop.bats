@@ -78,11 +78,14 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	admin POST /admin/runs "$(spec now1)" >/dev/null
 	wait_until '[ "$(finished)" = 1 ]'
 	(( SECONDS - t0 < 30 ))                         # well before the tick
-	# TERM is handled once the wait ends: end it
+	# idle again: a TERM ends the waiting feed request at once, not at its end
+	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'
+	t0=$SECONDS
 	kill -TERM "$LOOP_PID"
-	wait_until 'pkill -TERM -P "$LOOP_PID" -x "sleep|exec-accept"; exited "$LOOP_PID"'
 	wait "$LOOP_PID"
+	(( SECONDS - t0 < 30 ))
 	[ "$(disp_charges now1)" = 1 ]
+	[ "$(sql "SELECT status FROM sessions")" = closed ]
 }
 
 @test "a revoked session stops the loop with exit 77" {
@@ -177,10 +180,7 @@ two_retained() {
 	# a tick of an hour: only the wake at the jitter's end can start the pass
 	start_loop --tick 3600 --jitter-ms 300
 	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
-	# stop it: TERM is handled once the idle wait ends (a feed request
-	# waiting for work, at most 30 s), so end that wait
-	kill -TERM "$LOOP_PID"
-	wait_until 'pkill -TERM -P "$LOOP_PID" -x "sleep|exec-accept"; exited "$LOOP_PID"'
+	kill -TERM "$LOOP_PID"   # it ends the idle feed request at once
 	wait "$LOOP_PID"
 	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
 }
