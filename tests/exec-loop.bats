@@ -88,6 +88,19 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(sql "SELECT status FROM sessions")" = closed ]
 }
 
+@test "with the dispatcher down, a TERM ends the pause between tries at once, not at the next tick" {
+	start_dispatcher
+	start_loop --tick 30
+	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'
+	stop_dispatcher                                  # the waiting request fails; the loop pauses
+	wait_until 'grep -q "dispatcher unavailable" "$BATS_TEST_TMPDIR/loop.err"'
+	local t0=$SECONDS
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID" || true                         # the close cannot reach the dispatcher
+	(( SECONDS - t0 < 30 ))
+	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
+}
+
 @test "a revoked session stops the loop with exit 77" {
 	start_dispatcher
 	start_loop
