@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -466,14 +465,8 @@ feed_max(struct state *st, const struct session *s, const struct opts *o, int64_
 static void
 wait_out(const struct opts *o, int64_t since, const json_t *feed)
 {
-	int64_t left = since + o->wait_ms - mono_ms();
-	struct timespec ts;
-
-	if (left <= 0 || json_array_size(json_object_get(feed, "runs")) > 0)
-		return;
-	ts.tv_sec = left / 1000;
-	ts.tv_nsec = (long)(left % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	if (json_array_size(json_object_get(feed, "runs")) == 0)
+		sleep_ms(since + o->wait_ms - mono_ms());
 }
 
 static int

@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -232,16 +231,13 @@ static bool
 drain_goes_on(struct state *st, const struct opts *o, const struct pass *p, int64_t deadline)
 {
 	int64_t held;
-	struct timespec ts;
 
 	if (!o->drain || p->session_over || mono_ms() >= deadline)
 		return false;
 	if ((held = hold_left(st)) > 0) {
 		if (mono_ms() + held >= deadline)
 			return false;
-		ts.tv_sec = held / 1000;
-		ts.tv_nsec = (long)(held % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
+		sleep_ms(held);
 		return true;
 	}
 	return p->n == o->max && p->delivered + p->refused > 0;

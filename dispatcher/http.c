@@ -301,18 +301,24 @@ gate_exempt(const struct req *rq)
 	    n > 10 && strcmp(rq->path + n - 10, "/heartbeat") == 0);
 }
 
+/* Raise *high to v if v is higher (a running maximum). */
+static void
+atomic_raise(atomic_llong *high, long long v)
+{
+	long long was = atomic_load(high);
+
+	while (v > was && !atomic_compare_exchange_weak(high, &was, v))
+		;
+}
+
 static void
 gate_enter(struct req *rq)
 {
-	long long now = atomic_fetch_add(&stats.in_flight, 1) + 1, max;
-
 	atomic_fetch_add(&stats.requests, 1);
+	atomic_raise(&stats.max_in_flight, atomic_fetch_add(&stats.in_flight, 1) + 1);
 	rq->gated = true;
 	if ((rq->gateable = !gate_exempt(rq)))
 		atomic_fetch_add(&stats.gateable, 1);
-	max = atomic_load(&stats.max_in_flight);
-	while (now > max && !atomic_compare_exchange_weak(&stats.max_in_flight, &max, now))
-		;
 }
 
 /* Move the 1-s windows and refill the bucket up to now (under gate.mu). */
@@ -366,7 +372,6 @@ static bool
 gate_closed(struct req *rq)
 {
 	bool full, fast = false;
-	long long max;
 
 	if ((dsp.cfg.max_inflight <= 0 && dsp.cfg.max_rate <= 0) || !rq->gateable)
 		return false;
@@ -388,10 +393,7 @@ gate_closed(struct req *rq)
 	atomic_fetch_add(&stats.gated_429, 1);
 	if (fast)
 		atomic_fetch_add(&stats.gated_rate, 1);
-	max = atomic_load(&stats.retry_after_max);
-	while (rq->retry_after_s > max &&
-	    !atomic_compare_exchange_weak(&stats.retry_after_max, &max, rq->retry_after_s))
-		;
+	atomic_raise(&stats.retry_after_max, rq->retry_after_s);
 	return true;
 }
 

@@ -23,3 +23,12 @@ mono_ms(void)
 {
 	return read_ms(CLOCK_MONOTONIC);
 }
+
+void
+sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}

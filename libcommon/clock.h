@@ -12,5 +12,8 @@
 int64_t now_ms(void);
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t mono_ms(void);
+/* Sleep ms milliseconds (nothing for ms <= 0); a signal may end it early:
+ * only a shorter pause. */
+void sleep_ms(int64_t ms);
 
 #endif

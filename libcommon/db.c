@@ -3,26 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "clock.h"
 #include "db.h"
-
-static int64_t
-wait_clock_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);   /* a signal may end it early: only a shorter pause */
-}
 
 /* SQLite's own busy handler (busy_timeout) sleeps up to 100 ms between
  * tries, so a waiter can miss the gaps that a chunked writer leaves between
@@ -32,7 +15,7 @@ static int
 busy_handler(void *arg, int n)
 {
 	struct db *db = arg;
-	int64_t now = wait_clock_ms(), left;
+	int64_t now = mono_ms(), left;
 
 	if (n == 0)
 		db->busy_since = now;
@@ -213,7 +196,7 @@ db_commit(struct db *db, struct ek_err *e)
 		return -1;
 	}
 	db->in_write = false;
-	db->committed_at = wait_clock_ms();
+	db->committed_at = mono_ms();
 	return 0;
 }
 
@@ -234,7 +217,7 @@ db_busy_ms(struct db *db, int64_t ms)
 void
 db_yield(struct db *db)
 {
-	int64_t left = db->committed_at + DB_YIELD_MS - wait_clock_ms();
+	int64_t left = db->committed_at + DB_YIELD_MS - mono_ms();
 
 	if (db->committed_at && left > 0)
 		sleep_ms(left);
@@ -244,7 +227,7 @@ void
 db_wait_begin(struct db *db, struct db_wait *w)
 {
 	db->busy = db->full = false;
-	*w = (struct db_wait){ .start = wait_clock_ms(), .next_report = DB_WAIT_REPORT_MS,
+	*w = (struct db_wait){ .start = mono_ms(), .next_report = DB_WAIT_REPORT_MS,
 		.pause_ms = DB_WAIT_FIRST_MS };
 }
 
@@ -255,7 +238,7 @@ db_wait_again(struct db *db, struct db_wait *w, bool *say)
 	if (!db->busy && !db->full)
 		return false;
 	db->busy = db->full = false;   /* consumed: the next failure says for itself */
-	w->waited_ms = wait_clock_ms() - w->start;
+	w->waited_ms = mono_ms() - w->start;
 	/* The busy handler gives up at DB_BUSY_TIMEOUT_MS: a little slack so
 	 * that the first line comes with the first such failure. */
 	if (w->waited_ms + DB_WAIT_REPORT_MS / 10 >= w->next_report) {

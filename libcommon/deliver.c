@@ -2,7 +2,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "clock.h"
@@ -470,15 +469,8 @@ static void
 backoff(const struct batch *b)
 {
 	int64_t ms = 100LL << (b->round - 1), left = b->deadline - mono_ms();
-	struct timespec ts;
 
-	if (left < ms)
-		ms = left;
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	sleep_ms(left < ms ? left : ms);
 }
 
 static int
