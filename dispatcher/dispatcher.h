@@ -177,6 +177,7 @@ struct fault {
 	char path[256];                  /* applies to paths with this prefix */
 	int status;                      /* F_LIE: the status to answer */
 	char body[FAULT_BODY_MAX];       /* F_LIE: the body to answer, verbatim */
+	bool chunked;                    /* F_LIE: in chunks of a few bytes */
 };
 
 /* ---- http.c: a request -------------------------------------------- */

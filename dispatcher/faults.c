@@ -17,7 +17,8 @@
  *   malformed  run the handler, then answer 200 with a broken body
  *   lie        answer status with body, verbatim, in the handler's place:
  *              a dispatcher that says anything at all (an id shaped "..",
- *              an escape sequence in a detail)
+ *              an escape sequence in a detail); with chunked, in chunks
+ *              of a few bytes (Transfer-Encoding: chunked)
  *
  * A /v1/results request a fault kept from its handler is still kept in
  * `reports` (invariant 2), with the fault's name.
@@ -99,12 +100,16 @@ static const char *
 lie_parse(json_t *in, struct fault *f)
 {
 	json_t *st = json_object_get(in, "status"), *body = json_object_get(in, "body");
+	json_t *ch = json_object_get(in, "chunked");
 
 	if (!json_is_integer(st) || json_integer_value(st) < 100 || json_integer_value(st) > 599)
 		return "a lie needs a status from 100 to 599";
 	if (!json_is_string(body) || json_string_length(body) >= sizeof f->body ||
 	    strlen(json_string_value(body)) != json_string_length(body))
 		return "a lie needs a body: a string without NUL, shorter than 2048 bytes";
+	if (ch && !json_is_boolean(ch))
+		return "chunked must be true or false";
+	f->chunked = json_is_true(ch);
 	f->status = (int)json_integer_value(st);
 	snprintf(f->body, sizeof f->body, "%s", json_string_value(body));
 	return NULL;
@@ -159,6 +164,38 @@ fault_clear(void)
 	return n;
 }
 
+/* A lie in chunks: a few bytes at each call, so the body comes in several. */
+static ssize_t
+drip(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	const char *text = cls;
+	size_t len = strlen(text), n;
+
+	if (pos >= len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = len - (size_t)pos < 5 ? len - (size_t)pos : 5;
+	n = n < max ? n : max;
+	memcpy(buf, text + pos, n);
+	return (ssize_t)n;
+}
+
+static enum MHD_Result
+send_chunked(struct req *rq, int status, char *text)
+{
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, drip, text, free);
+	enum MHD_Result r;
+
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	r = MHD_queue_response(rq->conn, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	log_request(rq, status);
+	return r;
+}
+
 enum MHD_Result
 fault_serve(struct req *rq)
 {
@@ -174,7 +211,8 @@ fault_serve(struct req *rq)
 	}
 	if (kind == F_LIE && (junk = strdup(rq->fault.body))) {
 		report_fault(rq, rq->fault.status);
-		return send_text(rq, rq->fault.status, junk, strlen(junk));
+		return rq->fault.chunked ? send_chunked(rq, rq->fault.status, junk) :
+		    send_text(rq, rq->fault.status, junk, strlen(junk));
 	}
 	if (kinds[kind].status) {
 		if ((kind == F_5XX || kind == F_429) && rq->fault.delay_ms > 0)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "wire.h"
 
 /* The few libcurl entry points we use, resolved once from libcurl.so.4. */
 static struct {
@@ -143,16 +144,14 @@ handle(void)
 	return c;
 }
 
-int
-http_request(const char *method, const char *url, const char *bearer,
+static int
+curl_request(const char *method, const char *url, const char *bearer,
     const void *body, size_t len, int64_t timeout_ms, struct http_reply *r, struct ek_err *e)
 {
 	struct curl_slist *h;
 	CURLcode rc;
 	CURL *c;
 
-	memset(r, 0, sizeof *r);
-	r->retry_after_ms = -1;
 	if (load_curl(e) < 0)
 		return -1;
 	if (!(c = handle()))
@@ -167,9 +166,22 @@ http_request(const char *method, const char *url, const char *bearer,
 		r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
 		snprintf(r->transport, sizeof r->transport, "%s", cu.strerror(rc));
 	}
+	cu.slist_free_all(h);
+	return 0;
+}
+
+int
+http_request(const char *method, const char *url, const char *bearer,
+    const void *body, size_t len, int64_t timeout_ms, struct http_reply *r, struct ek_err *e)
+{
+	memset(r, 0, sizeof *r);
+	r->retry_after_ms = -1;
+	if (wire_takes(url))
+		wire_request(method, url, bearer, body, len, timeout_ms, r);
+	else if (curl_request(method, url, bearer, body, len, timeout_ms, r, e) < 0)
+		return -1;
 	if (!r->body && (r->body = malloc(1)))
 		r->body[0] = '\0';
-	cu.slist_free_all(h);
 	return 0;
 }
 

@@ -1,9 +1,9 @@
 /*
  * http — one bounded HTTP request to the dispatcher.
  *
- * libcurl is loaded with dlopen() at the first request: its dependency tree
- * costs ~11 ms at every process start, and most calls of most tools never
- * talk HTTP.  Every request has a connect timeout and a total timeout,
+ * Plain http:// goes over a socket of our own (wire.h); libcurl, for TLS
+ * and proxies, is loaded with dlopen() at the first such request: its
+ * dependency tree costs ~10 ms at every process start that loads it.  Every request has a connect timeout and a total timeout,
  * follows no redirect, uses no signals, and verifies TLS for https.
  * The credential goes only into the Authorization header.
  */

@@ -21,9 +21,9 @@ libs="$(pkg-config --libs sqlite3 jansson) -ldl"
 sh "$top/build-aux/sql2c.sh" "$top"/schema/*.sql >"$out/gen/schema_sql.h"
 srcs=
 for f in "$top"/libcommon/*.c; do srcs="$srcs $f"; done
-for t in runspec classify; do
+for t in runspec classify wire; do
 	# shellcheck disable=SC2086 # flag and file lists
 	$cc $flags -o "$out/fuzz_$t" "$top/tests/fuzz/fuzz_$t.c" $srcs $libs
 	mkdir -p "$out/corpus/$t"
 done
-echo "$out/fuzz_runspec $out/fuzz_classify"
+echo "$out/fuzz_runspec $out/fuzz_classify $out/fuzz_wire"
