@@ -506,12 +506,14 @@ receive(int fd, int64_t deadline, bool no_body, struct http_reply *r, bool *keep
 
 	while (rc == 0) {
 		if (n == cap) {
-			if (cap >= RAW_MAX || !(nb = realloc(raw, cap ? cap * 2 : 16384))) {
+			size_t want = cap ? cap * 2 : 16384;
+
+			if (cap >= RAW_MAX || !(nb = realloc(raw, want < RAW_MAX ? want : RAW_MAX))) {
 				rc = say(r, 0, "an answer over 4 MiB");
 				break;
 			}
 			raw = nb;
-			cap = cap ? cap * 2 : 16384;
+			cap = want < RAW_MAX ? want : RAW_MAX;
 		}
 		if ((k = recv(fd, raw + n, cap - n, 0)) > 0) {
 			n += (size_t)k;
@@ -533,8 +535,8 @@ receive(int fd, int64_t deadline, bool no_body, struct http_reply *r, bool *keep
 			say(r, 0, "the dispatcher closed the connection without an answer");
 			break;
 		}
-		if ((rc = wire_parse(raw, n, eof, no_body, r, keep, &why)) < 0)
-			say(r, 0, "malformed answer: %s", why);
+		if ((rc = wire_parse(raw, n, eof, no_body, r, keep, &why)) < 0 || (rc == 0 && eof))
+			rc = say(r, 0, "malformed answer: %s", why ? why : "it never ended");
 	}
 	free(raw);
 	return rc;
