@@ -16,7 +16,7 @@ fleet_plot() {
 		cat >"$DATA/fleet.gp" <<GP
 set terminal $term
 set output '$PNG'
-set multiplot layout 3,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate vs gate (--max-inflight $GATE --max-rate $MAX_RATE, Retry-After 1 s + spread; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
+set multiplot layout 3,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate vs gate (--max-inflight $GATE --max-rate $MAX_RATE --rate-wait-ms $RATE_WAIT, Retry-After 1 s + spread; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
 set grid
 set lmargin 12
 set rmargin 34

@@ -38,6 +38,10 @@ Environment (defaults in brackets):
   FLEET_MAX_RATE     the gated run's --max-rate [2 x the ungated run's steady
                      requests/s, less 2 per executor tick (a heartbeat and a
                      refusal), at least half the steady rate; 0: none]
+  FLEET_RATE_WAIT_MS the gated run's --rate-wait-ms [1.2 x FLEET_N / the
+                     max rate, in ms, 1000..10000: every executor's one
+                     delivery in flight fits the queue]: a request past the
+                     rate waits up to that long for its turn, not a 429
   FLEET_JITTER_MS    the gated run's exec-loop --jitter-ms [2000]
   FLEET_TICK         exec-loop --tick, seconds [FLEET_N / 20, at least 1: 5 for 100]
   FLEET_SLOTS        exec-loop --slots [4]
@@ -68,6 +72,7 @@ R=$RESULTS
 GATE=$(num FLEET_GATE 16)
 MAX_RATE=${FLEET_MAX_RATE:+$(num FLEET_MAX_RATE 0)}   # empty: from the ungated run
 JITTER=$(num FLEET_JITTER_MS 2000)
+RATE_WAIT=${FLEET_RATE_WAIT_MS:+$(num FLEET_RATE_WAIT_MS 0)}   # empty: from the max rate
 # The tick sets the fleet's process rate (about 3 tools a tick per executor):
 # 20 executor ticks a second fit 2 cores beside the dispatcher.
 TICK=$(num FLEET_TICK $(((N + 19) / 20)))
@@ -111,6 +116,10 @@ fi
 if ! "$B/exec-dispatcher" --help | grep -q -- '--max-rate'; then
 	say "note: this exec-dispatcher has no --max-rate: the gate is --max-inflight alone"
 	MAX_RATE=0
+fi
+if ! "$B/exec-dispatcher" --help | grep -q -- '--rate-wait-ms'; then
+	say "note: this exec-dispatcher has no --rate-wait-ms: past the rate is a 429"
+	RATE_WAIT=0
 fi
 
 # The fleet's own CPU: this script moves itself into a cgroup v2 of its own
@@ -378,7 +387,12 @@ fleet_run() {   # MODE (gate | nogate)
 		# the gate and each executor tick may meet one refusal.
 		[ -n "$MAX_RATE" ] || MAX_RATE=$(awk -v s="$(fig nogate steady_rate)" -v h="$((N / TICK))" \
 			'BEGIN { r = int(2 * s - 2 * h); if (r < s / 2) r = int(s / 2) + 1; print r }')
+		# Each executor has at most one delivery in flight: a queue of
+		# 1.2 x N turns holds them all, so a full fleet waits, not retries.
+		[ -n "$RATE_WAIT" ] || RATE_WAIT=$(awk -v n="$N" -v m="$MAX_RATE" \
+			'BEGIN { w = int(1200 * n / (m > 0 ? m : 1)); print (w < 1000 ? 1000 : (w > 10000 ? 10000 : w)) }')
 		gate_opts=(--max-inflight "$GATE" --max-rate "$MAX_RATE" --retry-after 1)
+		[ "$RATE_WAIT" -eq 0 ] || gate_opts+=(--rate-wait-ms "$RATE_WAIT")
 		[ -z "$JITTER" ] || loop_opts=(--jitter-ms "$JITTER")
 	else
 		gate_opts=(--max-inflight 0)
@@ -522,7 +536,7 @@ fleet_run() {   # MODE (gate | nogate)
 	loops_alive
 	echo "want=$want results=$results ledger=$ledger dup=$dup expired=$expired undelivered=$tot" \
 		"refused=$refused_n ledger_sample_bad=$bad dead=$dead gated_rate=$(field "$st" gated_rate)" \
-		"retry_after_max=$(field "$st" retry_after_max)" >"$d/end"
+		"retry_after_max=$(field "$st" retry_after_max) paced=$(field "$st" paced)" >"$d/end"
 	say "$mode: recorded $results of $want; ledger $ledger; expired $expired; undelivered $tot; loops ended $dead"
 
 	say "$mode: stopping the fleet"
@@ -694,7 +708,7 @@ read -r load_end _ </proc/loadavg
 declare -A z
 {
 	echo "fleet bench: $N executors (exec-loop --tick $TICK --slots $SLOTS), $R results each; steady work $WORK /bin/true runs/s"
-	echo "gate: --max-inflight $GATE --max-rate $MAX_RATE --retry-after 1 (plus a spread); jitter: $jitter_note; load average at start $load, at end $load_end"
+	echo "gate: --max-inflight $GATE --max-rate $MAX_RATE --rate-wait-ms $RATE_WAIT --retry-after 1 (plus a spread); jitter: $jitter_note; load average at start $load, at end $load_end"
 	if [ -n "$floor_rate" ]; then
 		echo "dispatcher result rate, one client (floor_drain, $floor_m results; before, between, after the runs):" \
 			"$(tr '\n' ' ' <"$work/floor/rates")-> median $floor_rate results/s"
@@ -720,6 +734,7 @@ declare -A z
 	row "recovery: 429 answered (gated_429)" gated ""
 	row "recovery: of which past --max-rate" gated_rate ""
 	row "recovery: longest Retry-After told" retry_after_max " s"
+	row "recovery: waited for a turn (paced)" paced ""
 	row "recovery: heartbeat p50" hb_rec_p50 " ms"
 	row "recovery: heartbeat p99" hb_rec_p99 " ms"
 	row "recovery: probe heartbeats failed" hb_rec_failed ""

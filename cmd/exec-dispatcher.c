@@ -57,6 +57,8 @@ static const char USAGE[] =
 	"                        (heartbeats and negotiations never; default 0: no gate)\n"
 	"      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
 	"                        429 with Retry-After (default 0: no rate bound)\n"
+	"      --rate-wait-ms N  a request past --max-rate whose turn comes within N ms\n"
+	"                        waits for it instead of a 429 (default 0: none waits)\n"
 	"      --retry-after S   the least Retry-After of a gated request, in seconds\n"
 	"                        (default 1); a random spread over the gate's backlog\n"
 	"                        is added\n"
@@ -76,7 +78,11 @@ static const char USAGE[] =
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
 	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
-	OPT_ABANDON_AFTER_MS };
+	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS };
+
+/* The longest a request may wait for its turn at --max-rate: far below any
+ * client's timeout. */
+#define RATE_WAIT_MAX_MS 10000
 
 /* The longest wait --settle-after-ms and --abandon-after-ms take: ten years. */
 #define AFTER_MS_MAX INT64_C(315360000000)
@@ -92,6 +98,7 @@ static const struct option options[] = {
 	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
 	{ "max-rate", required_argument, NULL, OPT_MAX_RATE },
 	{ "retry-after", required_argument, NULL, OPT_RETRY_AFTER },
+	{ "rate-wait-ms", required_argument, NULL, OPT_RATE_WAIT_MS },
 	{ "settle-after-ms", required_argument, NULL, OPT_SETTLE_AFTER_MS },
 	{ "abandon-after-ms", required_argument, NULL, OPT_ABANDON_AFTER_MS },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -133,6 +140,11 @@ parse_args(int argc, char **argv)
 			if (cli_parse_i64(optarg, 1, 3600, &dsp.cfg.retry_after_s) < 0)
 				return cli_usage_error(PROG, "--retry-after: '%s' is not a number of seconds "
 				    "from 1 to 3600", optarg);
+			break;
+		case OPT_RATE_WAIT_MS:
+			if (cli_parse_i64(optarg, 0, RATE_WAIT_MAX_MS, &dsp.cfg.rate_wait_ms) < 0)
+				return cli_usage_error(PROG, "--rate-wait-ms: '%s' is not a number of "
+				    "milliseconds from 0 to %d", optarg, RATE_WAIT_MAX_MS);
 			break;
 		case OPT_SETTLE_AFTER_MS:
 		case OPT_ABANDON_AFTER_MS:

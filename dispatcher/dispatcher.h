@@ -125,6 +125,7 @@ struct config {
 	int64_t max_inflight;            /* the gate: 0 = none (see http.c) */
 	int64_t max_rate;                /* the gate's requests a second: 0 = none */
 	int64_t retry_after_s;           /* the least a gated request is told to wait */
+	int64_t rate_wait_ms;            /* past --max-rate, wait this long for a turn */
 	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
 	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
 	const char *port_file, *store, *incarnation;
@@ -152,7 +153,8 @@ struct http_stats {
 	int64_t in_flight, max_in_flight, requests, gated_429;
 	int64_t gated_rate;              /* of gated_429, refused by --max-rate */
 	int64_t retry_after_max;         /* the longest Retry-After the gate told */
-	int64_t waiting;                 /* long polls waiting for work (not in flight) */
+	int64_t waiting;                 /* parked: long polls, paced requests (not in flight) */
+	int64_t paced;                   /* requests that waited for their turn at --max-rate */
 };
 
 /* The request counters since start (GET /admin/stats). */

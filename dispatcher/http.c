@@ -263,7 +263,9 @@ dispatch(struct req *rq)
  * The gate.  Two bounds on the requests it may refuse, each optional:
  * --max-inflight N (past N of them in flight) and --max-rate N (a token
  * bucket: N a second, a burst of a tenth of that).  Past either, a request
- * is answered 429 with Retry-After, unhandled — except heartbeats and
+ * is answered 429 with Retry-After, unhandled; past the rate only, one
+ * whose turn comes within --rate-wait-ms waits for it, parked, and is then
+ * served: its client asks once instead of coming back — except heartbeats and
  * negotiations, which are never refused for load (a session must not
  * expire because its executor's deliveries were throttled), and the admin
  * endpoints.  The gate counts the requests it may refuse, each from its
@@ -273,17 +275,19 @@ static struct {
 	atomic_llong in_flight, max_in_flight, requests, gated_429, gated_rate, retry_after_max;
 	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
 	atomic_llong waiting;    /* parked: long polls waiting for an event */
+	atomic_llong paced;      /* waited for a turn at --max-rate */
 } stats;
 
 /* The gate's memory, under mu: the bucket, and what it admitted and
  * refused in this 1-s window and the one before (for Retry-After). */
 static struct {
 	pthread_mutex_t mu;
-	double tokens;
+	bool filled;             /* the bucket started full */
+	double tokens;           /* below 0: turns given to waiting requests */
 	int64_t refill_ms, window;
 	int64_t admitted[2], refused[2];
 	uint64_t rng;
-} gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .tokens = -1 };
+} gate = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
 
@@ -335,8 +339,10 @@ gate_advance(int64_t now)
 		gate.admitted[0] = gate.refused[0] = 0;
 		gate.window = now / 1000;
 	}
-	if (gate.tokens < 0)
+	if (!gate.filled) {
+		gate.filled = true;
 		gate.tokens = burst;
+	}
 	gate.tokens += (double)(now - gate.refill_ms) * (double)dsp.cfg.max_rate / 1000.0;
 	if (gate.tokens > burst)
 		gate.tokens = burst;
@@ -366,13 +372,22 @@ gate_retry_after(void)
 	return (int)(dsp.cfg.retry_after_s + (int64_t)(gate.rng % (uint64_t)(spread + 1)));
 }
 
+/* The ms until the bucket holds a whole token (under gate.mu). */
+static int64_t
+gate_turn_ms(void)
+{
+	return gate.tokens >= 1 ? 0 : (int64_t)((1 - gate.tokens) * 1000.0 / (double)dsp.cfg.max_rate) + 1;
+}
+
 /* Past the gate?  Then rq is answered 429 in the handler's place, with
- * rq->retry_after_s set. */
+ * rq->retry_after_s set.  Else *turn_ms is how long it waits for its turn
+ * first (0: none): its token is taken now, so the bucket owes it. */
 static bool
-gate_closed(struct req *rq)
+gate_closed(struct req *rq, int64_t *turn_ms)
 {
 	bool full, fast = false;
 
+	*turn_ms = 0;
 	if ((dsp.cfg.max_inflight <= 0 && dsp.cfg.max_rate <= 0) || !rq->gateable)
 		return false;
 	pthread_mutex_lock(&gate.mu);
@@ -380,8 +395,10 @@ gate_closed(struct req *rq)
 		gate.rng = ((uint64_t)mono_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
 	gate_advance(mono_ms());
 	full = dsp.cfg.max_inflight > 0 && atomic_load(&stats.gateable) > dsp.cfg.max_inflight;
-	if (!full && dsp.cfg.max_rate > 0 && !(fast = gate.tokens < 1))
+	if (!full && dsp.cfg.max_rate > 0 && !(fast = gate_turn_ms() > dsp.cfg.rate_wait_ms)) {
+		*turn_ms = gate_turn_ms();
 		gate.tokens -= 1;
+	}
 	if (!full && !fast) {
 		gate.admitted[0]++;
 		pthread_mutex_unlock(&gate.mu);
@@ -397,8 +414,8 @@ gate_closed(struct req *rq)
 	return true;
 }
 
-/* A request that waits for an event (a long poll) is not work in
- * flight: parked, it leaves the in-flight count and the gate's. */
+/* A request that waits for an event (a long poll) or for its turn is not
+ * work in flight: parked, it leaves the in-flight count and the gate's. */
 void
 http_park(struct req *rq, bool parked)
 {
@@ -421,6 +438,7 @@ http_stats_read(struct http_stats *out)
 	out->gated_429 = atomic_load(&stats.gated_429);
 	out->gated_rate = atomic_load(&stats.gated_rate);
 	out->retry_after_max = atomic_load(&stats.retry_after_max);
+	out->paced = atomic_load(&stats.paced);
 }
 
 /* A new request: copy method and path, route it, take a fault. */
@@ -474,6 +492,18 @@ req_append(struct req *rq, const char *data, size_t n)
 	rq->body[rq->len] = '\0';
 }
 
+/* Wait turn_ms for rq's turn at --max-rate, parked; false if its client
+ * left meanwhile. */
+static bool
+wait_turn(struct req *rq, int64_t turn_ms)
+{
+	atomic_fetch_add(&stats.paced, 1);
+	http_park(rq, true);
+	nap(turn_ms, rq->conn);
+	http_park(rq, false);
+	return !peer_gone(rq->conn);
+}
+
 /* The body is complete: count the report in flight, then serve it. */
 static enum MHD_Result
 req_finish(struct req *rq)
@@ -482,6 +512,7 @@ req_finish(struct req *rq)
 	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
 	char run_id[129] = "";
 	enum MHD_Result r;
+	int64_t turn_ms;
 	int n;
 
 	if (id && is_run_id(id)) {
@@ -491,12 +522,15 @@ req_finish(struct req *rq)
 	}
 	json_decref(rq->out);       /* a 400 from body_json() is answered by the handler */
 	rq->out = NULL;
-	if (gate_closed(rq)) {
+	if (gate_closed(rq, &turn_ms)) {
 		json_decref(rq->in);
 		rq->in = NULL;
 		r = respond(rq, fail(rq, 429, "overloaded", "past the gate (--max-inflight %lld, "
 		    "--max-rate %lld); retry after %d s", (long long)dsp.cfg.max_inflight,
 		    (long long)dsp.cfg.max_rate, rq->retry_after_s));
+	} else if (turn_ms > 0 && !wait_turn(rq, turn_ms)) {
+		log_request(rq, 0);   /* its client left while it waited: nobody to answer */
+		r = MHD_NO;
 	} else {
 		r = fault_serve(rq);
 	}

@@ -766,6 +766,46 @@ gated_flood() {
 	[[ $(num gated_429) == "$refused" ]]
 }
 
+# paced_flood N WAIT_MS: a dispatcher with --max-rate 1 --rate-wait-ms
+# WAIT_MS, and r1's result sent N times at once; the statuses in codes.
+paced_flood() {
+	mkdir "$BATS_TEST_TMPDIR/p"
+	disp_start "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms "$2"
+	negotiate
+	take r1
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	result_body r1 >"$BATS_TEST_TMPDIR/res1"
+	local i urls=()
+	for i in $(seq "$1"); do urls+=(-o /dev/null "$DISP_URL/v1/results"); done
+	# (one --data-binary goes with every url; two would be joined with '&')
+	curl -sS --noproxy '*' --max-time "$WAIT_S" --parallel --parallel-immediate --parallel-max "$1" \
+		-H 'Content-Type: application/json' -H @"$BATS_TEST_TMPDIR/auth" -w '%{http_code}\n' \
+		--data-binary @"$BATS_TEST_TMPDIR/res1" "${urls[@]}" >"$BATS_TEST_TMPDIR/codes" || fail "curl failed"
+}
+
+@test "the gate: past --max-rate a request whose turn comes within --rate-wait-ms waits for it, not a 429" {
+	paced_flood 4 10000   # a burst of 1: the others wait about 1, 2 and 3 s
+	[[ $(grep -c '^200$' "$BATS_TEST_TMPDIR/codes") == 4 ]] || fail "$(cat "$BATS_TEST_TMPDIR/codes")"
+	api GET /admin/stats
+	[[ $(num gated_429) == 0 && $(num paced) -ge 1 && $(num rate_wait_ms) == 10000 ]] || fail "$body"
+	[[ $(num waiting) == 0 ]] || fail "$body"   # none left parked
+}
+
+@test "the gate: a turn further than --rate-wait-ms is a 429 at once" {
+	paced_flood 8 1500    # turns 0, 1, 2, ... s: the third on is past 1.5 s
+	api GET /admin/stats
+	[[ $(num gated_429) -ge 1 && $(num paced) -ge 1 ]] || fail "$body $(cat "$BATS_TEST_TMPDIR/codes")"
+	[[ $(grep -c '^429$' "$BATS_TEST_TMPDIR/codes") == "$(num gated_429)" ]]
+	[[ $(grep -c '^200$' "$BATS_TEST_TMPDIR/codes") == $((8 - $(num gated_429))) ]]
+}
+
+@test "--rate-wait-ms takes 0 to 10000" {
+	run "$DISP_BIN" --rate-wait-ms 10001
+	[[ $status -eq 64 && $output == *"--rate-wait-ms: '10001' is not a number of milliseconds from 0 to 10000"* ]]
+	run "$DISP_BIN" --rate-wait-ms x
+	[[ $status -eq 64 ]]
+}
+
 @test "the gate's Retry-After spreads: with many refused, not every executor is told the least" {
 	gated_flood 60 1
 	# past the first refusal the spread is at least 1 s: 1 + 0..spread, random;

@@ -101,6 +101,36 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
 }
 
+# pauses_while_down OPTION...: a loop with OPTIONS whose dispatcher goes
+# away; the pauses (ms) of its first six tries after that, one a line.
+pauses_while_down() {
+	start_dispatcher
+	start_loop "$@"
+	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
+	stop_dispatcher
+	wait_until '[ "$(grep -c "next try in" "$BATS_TEST_TMPDIR/loop.err")" -ge 6 ]'
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID" || true
+	sed -n 's/.*dispatcher unreachable: next try in \([0-9]*\) ms$/\1/p' "$BATS_TEST_TMPDIR/loop.err" | head -n 6
+}
+
+@test "with the dispatcher down, the tries are spread by --jitter-ms (at most half a tick), not a tick apart" {
+	local pauses p
+	pauses=$(pauses_while_down --tick 0.4 --jitter-ms 150)
+	[ "$(wc -l <<<"$pauses")" = 6 ] || fail "$pauses"
+	for p in $pauses; do
+		[ "$p" -le 400 ] || fail "a pause of $p ms, past the tick: $pauses"
+	done
+	# six draws from 250..400 that are all the same: a chance of 151^-5
+	[ "$(sort -u <<<"$pauses" | wc -l)" -ge 2 ] || fail "never spread: $pauses"
+}
+
+@test "with --jitter-ms 0 the tries while the dispatcher is down come a tick apart" {
+	local pauses
+	pauses=$(pauses_while_down --tick 0.4 --jitter-ms 0)
+	[ "$(sort -u <<<"$pauses")" = 400 ] || fail "$pauses"
+}
+
 @test "a revoked session stops the loop with exit 77" {
 	start_dispatcher
 	start_loop
