@@ -111,7 +111,7 @@ pauses_while_down() {
 	wait_until '[ "$(grep -c "next try in" "$BATS_TEST_TMPDIR/loop.err")" -ge 6 ]'
 	kill -TERM "$LOOP_PID"
 	wait "$LOOP_PID" || true
-	sed -n 's/.*dispatcher unreachable: next try in \([0-9]*\) ms$/\1/p' "$BATS_TEST_TMPDIR/loop.err" | head -n 6
+	sed -n 's/.*exec-loop: next try in \([0-9]*\) ms$/\1/p' "$BATS_TEST_TMPDIR/loop.err" | head -n 6
 }
 
 @test "with the dispatcher down, the tries are spread by --jitter-ms (at most half a tick), not a tick apart" {
