@@ -306,7 +306,9 @@ sampler() {
 			r=$(field "$m" results) || r=-
 			l=$(field "$m" ledger_total) || l=-
 			echo "$t up $(field "$s" requests) $(field "$s" in_flight) $(field "$s" gated_429) $r $l $((own + 1))" \
-				"$((u + ni + sy + irq + si + st)) $((u + ni + sy + id + io + irq + si + st)) $c" >>"$d/samples"
+				"$((u + ni + sy + irq + si + st)) $((u + ni + sy + id + io + irq + si + st)) $c" \
+				"$(field "$s" heartbeat || echo -) $(field "$s" feed || echo -) $(field "$s" result || echo -)" \
+				>>"$d/samples"
 		else
 			t=$EPOCHREALTIME
 			read -r _ u ni sy id io irq si st _ </proc/stat
@@ -572,7 +574,7 @@ analyse() {
 	FILENAME ~ /phases$/ { ph[$1] = $2; next }
 	FILENAME ~ /probe$/ { np++; pt[np] = $1; pc[np] = $2; pl[np] = $3; next }
 	{ ns++; st[ns] = $1; su[ns] = $2; sr[ns] = $3; sf[ns] = $4; sg[ns] = $5; sres[ns] = $6; so[ns] = $8
-	  sb[ns] = $9; sa[ns] = $10; scg[ns] = $11 }
+	  sb[ns] = $9; sa[ns] = $10; scg[ns] = $11; skh[ns] = $12; skf[ns] = $13; skr[ns] = $14 }
 	END {
 		shift = ph["kill"] - ph["restart"] - gap - ph["steady_end"]
 		# the end of the recovery: the first sample after the restart with every result
@@ -591,8 +593,9 @@ analyse() {
 				while (j <= np && pt[j] <= t) { if (lu && pt[j] > st[lu] && pc[j] != "000") pw++; j++ }
 				if (lu && sr[i] >= sr[lu] && !(st[lu] < ph["restart"] && t > ph["restart"])) {
 					dt = t - st[lu]; dr = sr[i] - sr[lu]; dg = sg[i] - sg[lu]
+					dkh = skh[i] - skh[lu]; dkf = skf[i] - skf[lu]; dkr = skr[i] - skr[lu]
 				} else if (lu) {   # the first window after the restart: the counters start at 0
-					dt = t - ph["restart"]; dr = sr[i]; dg = sg[i]
+					dt = t - ph["restart"]; dr = sr[i]; dg = sg[i]; dkh = skh[i]; dkf = skf[i]; dkr = skr[i]
 				} else dt = 0
 				if (dt > 0.2) {
 					rate = (dr - so[i] - pw) / dt; if (rate < 0) rate = 0
@@ -611,7 +614,11 @@ analyse() {
 				if (scg[i] != "-" && scg[i - 1] != "-") { ncg++; cg += (scg[i] - scg[i - 1]) / 1e6 / (t - st[i - 1]) }
 			}
 			if (t > ph["restart"] && t <= rend + 0.001 && rate != "") {
-				if (rate > peak) { peak = rate; peak_at = t - ph["restart"] }
+				if (rate > peak) {
+					peak = rate; peak_at = t - ph["restart"]
+					# what the peak is made of (less the probe heartbeats)
+					pk = skh[i] == "-" ? "-" : sprintf("%.0f/%.0f/%.0f", (dkh - pw) / dt, dkf / dt, dkr / dt)
+				}
 				if (fl > r_flmax) r_flmax = fl; if (rr != "" && rr > r_resmax) r_resmax = rr
 			}
 			if (t > ph["restart"] && t <= rend + 0.001 && scg[i] != "-" && scg[i - 1] != "-") {
@@ -643,7 +650,7 @@ analyse() {
 		printf "hb_steady_p50=%.1f\nhb_steady_p99=%.1f\n", pct(hs, nhs, 0.5), pct(hs, nhs, 0.99)
 		printf "hb_rec_p50=%.1f\nhb_rec_p99=%.1f\n", pct(hr, nhr, 0.5), pct(hr, nhr, 0.99)
 		printf "hb_rec_n=%d\nhb_rec_failed=%d\n", nhr, hfail
-		printf "peak=%.1f\npeak_at=%.1f\nP=%.2f\n", peak, peak_at, (steady > 0 ? peak / steady : 0)
+		printf "peak=%.1f\npeak_at=%.1f\nP=%.2f\npeak_kinds=%s\n", peak, peak_at, (steady > 0 ? peak / steady : 0), pk
 		printf "rec_inflight_max=%d\nrec_results_peak=%.0f\n", r_flmax, r_resmax
 		printf "recovered=%d\nrecovery_s=%.1f\n", recovered, rend - ph["restart"]
 		printf "x_kill=%.2f\nx_steady=%.2f\nx_done=%.2f\n", ph["kill"] - ph["restart"], ph["steady"] + shift, rend - ph["restart"]
@@ -728,6 +735,7 @@ declare -A z
 	row "recovery: time to record every result" recovery_s " s"
 	row "recovery: peak requests/s (1-s window)" peak ""
 	row "recovery: peak / steady (P)" P ""
+	row "recovery: at the peak, heartbeats/feeds/reports" peak_kinds " /s"
 	row "recovery: in flight, most sampled" rec_inflight_max ""
 	row "recovery: CPU of the bench (cgroup)" rec_cg " %"
 	row "recovery: results recorded/s, best window" rec_results_peak ""

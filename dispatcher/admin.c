@@ -463,8 +463,13 @@ h_stats(struct req *rq)
 	struct http_stats st;
 
 	http_stats_read(&st);
-	return answer(rq, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I, s:I, s:I}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
+	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
+	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
+	    "result", (json_int_t)st.by_kind[RK_RESULT], "admin", (json_int_t)st.by_kind[RK_ADMIN],
+	    "other", (json_int_t)st.by_kind[RK_OTHER],
 	    "max_in_flight", (json_int_t)st.max_in_flight, "requests", (json_int_t)st.requests,
 	    "gated_429", (json_int_t)st.gated_429, "gated_rate", (json_int_t)st.gated_rate,
 	    "retry_after_max", (json_int_t)st.retry_after_max, "paced", (json_int_t)st.paced,

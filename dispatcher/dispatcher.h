@@ -149,7 +149,12 @@ extern struct dispatcher dsp;
 
 /* ---- http.c: the gate and its counters ------------------------------- */
 
+/* What a request is, for the counters: the classes an operator of a fleet
+ * tells apart (the executors' heartbeats, feeds and reports, the rest). */
+enum req_kind { RK_HEARTBEAT, RK_NEGOTIATE, RK_FEED, RK_RESULT, RK_ADMIN, RK_OTHER, RK_KINDS };
+
 struct http_stats {
+	int64_t by_kind[RK_KINDS];       /* requests since start, by enum req_kind */
 	int64_t in_flight, max_in_flight, requests, gated_429;
 	int64_t gated_rate;              /* of gated_429, refused by --max-rate */
 	int64_t retry_after_max;         /* the longest Retry-After the gate told */

@@ -276,6 +276,7 @@ static struct {
 	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
 	atomic_llong waiting;    /* parked: long polls waiting for an event */
 	atomic_llong paced;      /* waited for a turn at --max-rate */
+	atomic_llong by_kind[RK_KINDS];
 } stats;
 
 /* The gate's memory, under mu: the bucket, and what it admitted and
@@ -290,6 +291,27 @@ static struct {
 } gate = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
+
+/* rq's class for the counters. */
+static enum req_kind
+req_kind(const struct req *rq)
+{
+	size_t n = strlen(rq->path);
+	bool post = strcmp(rq->method, "POST") == 0;
+
+	if (strncmp(rq->path, "/admin/", 7) == 0)
+		return RK_ADMIN;
+	if (strcmp(rq->path, "/v1/results") == 0)
+		return RK_RESULT;
+	if (post && strcmp(rq->path, "/v1/sessions") == 0)
+		return RK_NEGOTIATE;
+	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && post && n > 10 &&
+	    strcmp(rq->path + n - 10, "/heartbeat") == 0)
+		return RK_HEARTBEAT;
+	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && n > 5 && strcmp(rq->path + n - 5, "/work") == 0)
+		return RK_FEED;
+	return RK_OTHER;
+}
 
 /* Is rq one the gate never refuses? */
 static bool
@@ -319,6 +341,7 @@ static void
 gate_enter(struct req *rq)
 {
 	atomic_fetch_add(&stats.requests, 1);
+	atomic_fetch_add(&stats.by_kind[req_kind(rq)], 1);
 	atomic_raise(&stats.max_in_flight, atomic_fetch_add(&stats.in_flight, 1) + 1);
 	rq->gated = true;
 	if ((rq->gateable = !gate_exempt(rq)))
@@ -439,6 +462,8 @@ http_stats_read(struct http_stats *out)
 	out->gated_rate = atomic_load(&stats.gated_rate);
 	out->retry_after_max = atomic_load(&stats.retry_after_max);
 	out->paced = atomic_load(&stats.paced);
+	for (int k = 0; k < RK_KINDS; k++)
+		out->by_kind[k] = atomic_load(&stats.by_kind[k]);
 }
 
 /* A new request: copy method and path, route it, take a fault. */

@@ -624,6 +624,19 @@ default_dispatcher() {
 		"$(printf %s "$token" | sha256sum | cut -d' ' -f1)" ]]
 }
 
+@test "/admin/stats counts requests by kind: heartbeat, negotiate, feed, result, admin, other" {
+	negotiate                                          # 1 negotiate
+	take r1                                            # 1 admin (submit), 1 feed
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"  # 1 heartbeat
+	api POST /v1/results "$(result_body r1)" "$CRED"   # 1 result
+	[[ $code == 200 ]]
+	api GET "/v1/sessions/$SID" "" "$CRED"             # 1 other
+	api GET /admin/stats                               # and this admin request
+	[[ $body == *'"requests_by":{"heartbeat":1,"negotiate":1,"feed":1,"result":1,"admin":2,"other":1}'* ]] ||
+		fail "$body"
+	[[ $(num requests) == 7 ]]
+}
+
 @test "the gate: past --max-inflight a result gets 429 with Retry-After, a heartbeat never; stats count it" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/g"
