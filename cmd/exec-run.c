@@ -39,6 +39,7 @@
 #include "cli.h"
 #include "client.h"
 #include "clock.h"
+#include "counters.h"
 #include "crash.h"
 #include "deliver.h"
 #include "guest.h"
@@ -508,7 +509,7 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 /* --wait: what --slots left queued (not due yet included), so that 4 runs
  * started out of 100 are not read as all of the work done. */
 static void
-say_left_queued(struct state *st, const struct opts *o, const struct session *cur, int started)
+say_left_queued(struct state *st, const struct opts *o, const struct session *cur, int64_t started)
 {
 	struct ek_err e = { 0 };
 	int64_t left;
@@ -526,6 +527,7 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	struct ek_err no_room = { 0 };
 	struct session cur;
 	int unknown, finished, live, i;
+	int64_t before = 0, after = 0;
 	ssize_t n;
 
 	/* A state restored from an older copy may still believe in a session the
@@ -542,13 +544,19 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
 		return ek_fail(e, EK_OSERR, "readlink /proc/self/exe: %s", strerror(errno));
 	s.self[n] = '\0';
+	/* With --chain the supervisors start the runs after their first: the
+	 * state's count of starts says how many ran while we waited. */
+	if (o->wait && o->chain && counters_started(st, &before, e) < 0)
+		return -1;
 	if (live < o->slots &&
 	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) < 0)
 		return -1;
 	for (i = 0; i < s.nkids; i++)
 		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
 			;
-	say_left_queued(st, o, &cur, s.started);
+	if (o->wait && o->chain && counters_started(st, &after, e) < 0)
+		return -1;
+	say_left_queued(st, o, &cur, after - before > s.started ? after - before : s.started);
 	if (o->json && !o->wait)
 		json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i}", "event", "start", "started", s.started,
 		    "running_before", live, "unknown_found", unknown));

@@ -35,6 +35,10 @@ struct counters {
 /* Read them, in the caller's read transaction.  0 or -1. */
 int counters_read(struct state *st, struct counters *c, struct ek_err *e);
 
+/* The runs started since the state was made, into *n (a statement of its
+ * own).  0 or -1. */
+int counters_started(struct state *st, int64_t *n, struct ek_err *e);
+
 /* Add n reconcile passes (one write transaction).  0 or -1. */
 int counters_add_passes(struct state *st, int64_t n, struct ek_err *e);
 

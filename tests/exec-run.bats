@@ -395,7 +395,8 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	assert_success
 	# a line per run (without --chain: one run, one line), then what is left
 	[ "$(grep -c ' exited 0: delivered' <<<"$output")" -eq 3 ] || fail "$output"
-	assert_line --index 3 "started 1 run; 0 runs left queued (--slots 1)"
+	# the count is of the runs, not of the supervisors
+	assert_line --index 3 "started 3 runs; 0 runs left queued (--slots 1)"
 	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
 	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]
 	for i in 1 2 3; do [ "$(disp_charges ch$i)" = 1 ] || fail "ch$i charged $(disp_charges ch$i) times"; done
