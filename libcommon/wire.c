@@ -581,6 +581,8 @@ wire_request(const char *method, const char *url, const char *bearer,
 		return;
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
+		r->timed_out = 0;   /* what the first try said is not the second's */
+		r->transport[0] = '\0';
 		if (!(reused = kept_for(&t))) {
 			hang_up();
 			if ((conn.fd = dial(&t, deadline, r)) < 0)

@@ -131,6 +131,27 @@ pauses_while_down() {
 	[ "$(sort -u <<<"$pauses")" = 400 ] || fail "$pauses"
 }
 
+@test "a loop killed with -9 leaves its scratch directory; the next loop removes it, and nothing else" {
+	start_dispatcher
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR" "$TMPDIR/exec-loop.1.keep"      # pid 1 lives: kept
+	ln -s "$BATS_TEST_TMPDIR" "$TMPDIR/exec-loop.999999999.link"   # a link: never followed
+	start_loop
+	wait_until 'compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*" >/dev/null'
+	local dead=$LOOP_PID
+	kill -KILL "$dead"
+	wait "$dead" || true
+	compgen -G "$TMPDIR/exec-loop.$dead.*" >/dev/null || fail "no scratch directory left to sweep"
+	start_loop
+	wait_until 'compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*" >/dev/null'
+	run ! compgen -G "$TMPDIR/exec-loop.$dead.*"
+	[ -d "$TMPDIR/exec-loop.1.keep" ] && [ -L "$TMPDIR/exec-loop.999999999.link" ]
+	[ -d "$BATS_TEST_TMPDIR" ]
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID" || true
+	run ! compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*"   # a loop that stops removes its own
+}
+
 @test "a revoked session stops the loop with exit 77" {
 	start_dispatcher
 	start_loop
