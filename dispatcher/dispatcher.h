@@ -199,6 +199,7 @@ struct req {
 	char *body;
 	size_t len, cap, limit;
 	bool too_big, is_result, rollback;
+	enum req_kind kind;                      /* what it is, for the counters and the gate */
 	bool gated;                              /* counted in the stats' in-flight */
 	bool gateable;                           /* ... and against --max-inflight */
 	int retry_after_s;                       /* > 0: answer with Retry-After */

@@ -317,14 +317,7 @@ req_kind(const struct req *rq)
 static bool
 gate_exempt(const struct req *rq)
 {
-	size_t n = strlen(rq->path);
-
-	if (strncmp(rq->path, "/admin/", 7) == 0)
-		return true;
-	if (strcmp(rq->method, "POST") != 0)
-		return false;
-	return strcmp(rq->path, "/v1/sessions") == 0 || (strncmp(rq->path, "/v1/sessions/", 13) == 0 &&
-	    n > 10 && strcmp(rq->path + n - 10, "/heartbeat") == 0);
+	return rq->kind == RK_ADMIN || rq->kind == RK_NEGOTIATE || rq->kind == RK_HEARTBEAT;
 }
 
 /* Raise *high to v if v is higher (a running maximum). */
@@ -341,7 +334,8 @@ static void
 gate_enter(struct req *rq)
 {
 	atomic_fetch_add(&stats.requests, 1);
-	atomic_fetch_add(&stats.by_kind[req_kind(rq)], 1);
+	rq->kind = req_kind(rq);
+	atomic_fetch_add(&stats.by_kind[rq->kind], 1);
 	atomic_raise(&stats.max_in_flight, atomic_fetch_add(&stats.in_flight, 1) + 1);
 	rq->gated = true;
 	if ((rq->gateable = !gate_exempt(rq)))

@@ -67,21 +67,27 @@ on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-/* Note the answer's Retry-After (seconds; an HTTP date counts as 1 s). */
+int64_t
+http_retry_after_ms(const char *v, size_t n)
+{
+	char tmp[32], *end;
+	long long s;
+
+	snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1), v);
+	s = strtoll(tmp, &end, 10);
+	return end == tmp || s < 0 ? 1000 : s > 3600 ? 3600 * 1000LL : s * 1000;
+}
+
+/* Note the answer's Retry-After. */
 static size_t
 on_header(char *p, size_t size, size_t n, void *arg)
 {
 	static const char name[] = "retry-after:";
 	struct http_reply *r = arg;
 	size_t len = size * n;
-	long long s;
-	char *end;
 
-	if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
-		s = strtoll(p + sizeof name - 1, &end, 10);
-		r->retry_after_ms = end == p + sizeof name - 1 || s < 0 ? 1000 :
-		    s > 3600 ? 3600 * 1000LL : s * 1000;
-	}
+	if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0)
+		r->retry_after_ms = http_retry_after_ms(p + sizeof name - 1, len - (sizeof name - 1));
 	return len;
 }
 
@@ -176,9 +182,8 @@ http_request(const char *method, const char *url, const char *bearer,
 {
 	memset(r, 0, sizeof *r);
 	r->retry_after_ms = -1;
-	if (wire_takes(url))
-		wire_request(method, url, bearer, body, len, timeout_ms, r);
-	else if (curl_request(method, url, bearer, body, len, timeout_ms, r, e) < 0)
+	if (!wire_request(method, url, bearer, body, len, timeout_ms, r) &&
+	    curl_request(method, url, bearer, body, len, timeout_ms, r, e) < 0)
 		return -1;
 	if (!r->body && (r->body = malloc(1)))
 		r->body[0] = '\0';

@@ -34,4 +34,8 @@ int http_request(const char *method, const char *url, const char *bearer,
     const void *body, size_t len, int64_t timeout_ms, struct http_reply *r, struct ek_err *e);
 void http_reply_free(struct http_reply *r);
 
+/* A Retry-After value v[0, n) in ms: seconds; what is not a number (an
+ * HTTP date) counts as 1 s, and more than an hour as an hour. */
+int64_t http_retry_after_ms(const char *v, size_t n);
+
 #endif

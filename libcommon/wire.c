@@ -62,19 +62,6 @@ value_is(const char *v, size_t n, const char *word)
 	return n == strlen(word) && strncasecmp(v, word, n) == 0;
 }
 
-/* Retry-After in seconds, as ms; what is not a number (an HTTP date)
- * counts as 1 s, and more than an hour as an hour. */
-static int64_t
-retry_after(const char *v, size_t n)
-{
-	char tmp[32], *end;
-	long long s;
-
-	snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1), v);
-	s = strtoll(tmp, &end, 10);
-	return end == tmp || s < 0 ? 1000 : s > 3600 ? 3600 * 1000LL : s * 1000;
-}
-
 static const char *
 content_length(const char *v, size_t n, struct head *h)
 {
@@ -116,7 +103,7 @@ header_field(const char *line, size_t n, struct head *h)
 			if (strncasecmp(v + i, "close", 5) == 0)
 				h->close = true;
 	} else if (field(line, n, "retry-after", &v, &vn)) {
-		h->retry_after_ms = retry_after(v, vn);
+		h->retry_after_ms = http_retry_after_ms(v, vn);
 	}
 	return NULL;
 }
@@ -361,14 +348,11 @@ set(const char *name)
 	return v && *v;
 }
 
-bool
-wire_takes(const char *url)
+/* Whether a request to t goes straight to it (else through libcurl's proxy). */
+static bool
+direct(const struct target *t)
 {
-	struct target t;
-
-	if (!parse_url(url, &t))
-		return false;
-	return loopback(t.host) || !(set("http_proxy") || set("all_proxy") || set("ALL_PROXY"));
+	return loopback(t->host) || !(set("http_proxy") || set("all_proxy") || set("ALL_PROXY"));
 }
 
 /* ---- the socket --------------------------------------------------------- */
@@ -561,7 +545,7 @@ request_head(const char *method, const struct target *t, const char *bearer, con
 	return head;
 }
 
-void
+bool
 wire_request(const char *method, const char *url, const char *bearer,
     const void *body, size_t len, int64_t timeout_ms, struct http_reply *r)
 {
@@ -572,13 +556,15 @@ wire_request(const char *method, const char *url, const char *bearer,
 	char *head;
 	int rc = -1;
 
+	if (!parse_url(url, &t) || !direct(&t))
+		return false;
 	if (bearer && strpbrk(bearer, "\r\n")) {
 		say(r, 0, "a credential with a line break");   /* never a header of its own */
-		return;
+		return true;
 	}
-	if (!parse_url(url, &t) || !(head = request_head(method, &t, bearer, body, len, &hn))) {
+	if (!(head = request_head(method, &t, bearer, body, len, &hn))) {
 		say(r, 0, "cannot build the request");
-		return;
+		return true;
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
 		r->timed_out = 0;   /* what the first try said is not the second's */
@@ -604,4 +590,5 @@ wire_request(const char *method, const char *url, const char *bearer,
 	}
 	explicit_bzero(head, hn);
 	free(head);
+	return true;
 }

@@ -22,18 +22,16 @@
 
 #define WIRE_HEAD_MAX (64 * 1024)   /* status line and header fields */
 
-/* Whether url is one wire_request() takes: http:// with a plain host (a
- * name, an IPv4 address or a bracketed IPv6 one), an optional port, no
- * user information, no control or space byte; and no proxy to go through
- * (http_proxy or all_proxy set in the environment, unless the host is
- * loopback, which is never proxied). */
-bool wire_takes(const char *url);
-
-/* http_request() for a url wire_takes(): the same contract.  One connection
- * is kept per process and reused while the dispatcher keeps it open; a
- * reused connection that dies before any answer is retried once on a fresh
- * one, within the same timeout. */
-void wire_request(const char *method, const char *url, const char *bearer,
+/* http_request() over a socket of our own, for a url it takes: http://
+ * with a plain host (a name, an IPv4 address or a bracketed IPv6 one), an
+ * optional port, no user information, no control or space byte; and no
+ * proxy to go through (http_proxy or all_proxy set in the environment,
+ * unless the host is loopback, which is never proxied).  false, with
+ * nothing done, for any other url.  One connection is kept per process and
+ * reused while the dispatcher keeps it open; a reused connection that dies
+ * before any answer is retried once on a fresh one, within the same
+ * timeout. */
+bool wire_request(const char *method, const char *url, const char *bearer,
     const void *body, size_t len, int64_t timeout_ms, struct http_reply *r);
 
 /* Parse the answer in buf[0, len), eof when the peer has closed; no_body

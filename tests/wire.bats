@@ -79,6 +79,7 @@ negotiation() {
 }
 
 @test "a kept connection that dies unanswered is tried once more on a fresh one; a fresh one is not" {
+	local i
 	start_dispatcher
 	open_session
 	retain c 3
@@ -92,6 +93,11 @@ negotiation() {
 	[ "$(sql "SELECT count(*) FROM results WHERE run_id LIKE 'c%'")" = 0 ] || fail "$output"
 	[ "$(grep -c '^delivered c[123] (1 attempt)' <<<"$output")" = 3 ] || fail "$output"
 	[ "$(reports c 3)" = $((before + 4)) ]   # three recorded, one reset
+	# the try on the fresh connection sent the same bytes (SPEC: every
+	# attempt sends byte-identical content)
+	for i in 1 2 3; do
+		[ "$(disp_hashes "c$i" | sort -u | wc -l)" = 1 ] || fail "c$i: $(disp_hashes "c$i")"
+	done
 	# the first request of a process has no kept connection: its reset is
 	# a transient failure, and the pass's next attempt delivers
 	retain f 1
