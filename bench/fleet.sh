@@ -42,7 +42,7 @@ Environment (defaults in brackets):
                      max rate, in ms, 1000..10000: every executor's one
                      delivery in flight fits the queue]: a request past the
                      rate waits up to that long for its turn, not a 429
-  FLEET_JITTER_MS    the gated run's exec-loop --jitter-ms [2000]
+  FLEET_JITTER_MS    the gated run's exec-loop --jitter-ms [two ticks: 10000 for 100]
   FLEET_TICK         exec-loop --tick, seconds [FLEET_N / 20, at least 1: 5 for 100]
   FLEET_SLOTS        exec-loop --slots [4]
   FLEET_WORK         steady work: /bin/true runs a second, fleet-wide
@@ -71,12 +71,12 @@ RESULTS=$(num FLEET_RESULTS 30)
 R=$RESULTS
 GATE=$(num FLEET_GATE 16)
 MAX_RATE=${FLEET_MAX_RATE:+$(num FLEET_MAX_RATE 0)}   # empty: from the ungated run
-JITTER=$(num FLEET_JITTER_MS 2000)
 RATE_WAIT=${FLEET_RATE_WAIT_MS:+$(num FLEET_RATE_WAIT_MS 0)}   # empty: from the max rate
 # The tick sets the fleet's process rate (about 3 tools a tick per executor):
 # 20 executor ticks a second fit 2 cores beside the dispatcher.
 TICK=$(num FLEET_TICK $(((N + 19) / 20)))
 SLOTS=$(num FLEET_SLOTS 4)
+JITTER=$(num FLEET_JITTER_MS $((2 * TICK * 1000)))   # two ticks, as exec-loop's defaults
 WORK=$(num FLEET_WORK $((N / (2 * TICK) > 1 ? N / (2 * TICK) : 1)))
 STEADY_S=$(num FLEET_STEADY_S $((4 * TICK > 5 ? 4 * TICK : 5)))
 OUTAGE_S=$(num FLEET_OUTAGE_S $((TICK > 3 ? TICK : 3)))
@@ -587,6 +587,11 @@ analyse() {
 		for (i = 1; i <= ns; i++) {
 			t = st[i]
 			rate = ""; fl = ""; rr = ""; g = ""
+			# The first window after the restart runs from the restart to the
+			# first sample at least 0.9 s after it: a rate over a shorter
+			# window is not the rate of a 1-s window (a burst of 30 requests in the
+			# first 0.3 s read as 114 a second).
+			if (su[i] == "up" && lu && st[lu] < ph["restart"] && t > ph["restart"] && t - ph["restart"] < 0.9) continue
 			if (su[i] == "up") {
 				# the probe heartbeats that reached the dispatcher in this window
 				pw = 0

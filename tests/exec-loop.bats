@@ -10,6 +10,13 @@ start_loop() {
 	LOOP_PID=$!
 }
 
+# stop_loop: TERM the loop and wait (bounded) until it is gone; its status.
+stop_loop() {
+	kill -TERM "$LOOP_PID"
+	wait_until '! kill -0 "$LOOP_PID" 2>/dev/null' || return 1
+	wait "$LOOP_PID"
+}
+
 @test "work flows from the dispatcher through the loop and back; TERM stops it cleanly" {
 	start_dispatcher
 	body=$(for i in $(seq 1 12); do spec "w$i" /bin/sh "[\"-c\",\"exit $((i % 3))\"]"; done | paste -sd, -)
@@ -114,14 +121,14 @@ pauses_while_down() {
 	sed -n 's/.*exec-loop: next try in \([0-9]*\) ms$/\1/p' "$BATS_TEST_TMPDIR/loop.err" | head -n 6
 }
 
-@test "with the dispatcher down, the tries are spread by --jitter-ms (at most half a tick), not a tick apart" {
+@test "with the dispatcher down, the tries come a tick plus a random 0..--jitter-ms apart, spread" {
 	local pauses p
 	pauses=$(pauses_while_down --tick 0.4 --jitter-ms 150)
 	[ "$(wc -l <<<"$pauses")" = 6 ] || fail "$pauses"
 	for p in $pauses; do
-		[ "$p" -le 400 ] || fail "a pause of $p ms, past the tick: $pauses"
+		[ "$p" -ge 400 ] && [ "$p" -le 550 ] || fail "a pause of $p ms, not 400..550: $pauses"
 	done
-	# six draws from 250..400 that are all the same: a chance of 151^-5
+	# six draws from 400..550 that are all the same: a chance of 151^-5
 	[ "$(sort -u <<<"$pauses" | wc -l)" -ge 2 ] || fail "never spread: $pauses"
 }
 
@@ -228,16 +235,21 @@ exited() {
 
 # two_retained: j1 and j2 ran, their results retained (a pass is due), and
 # the session closed, so that a loop starts with a first pass to make.
-two_retained() {
+# retained N: N results j1..jN retained under a closed session.
+retained() {
+	local i specs=()
 	start_dispatcher
 	open_session
-	submit_and_accept "$(spec j1)" "$(spec j2)"
-	fault 5xx 100
-	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
+	for ((i = 1; i <= $1; i++)); do specs+=("$(spec "j$i")"); done
+	submit_and_accept "${specs[@]}"
+	fault 5xx 1000
+	exec-run start --wait --slots "$1" --budget-ms 100 >/dev/null 2>&1 || true
 	admin DELETE /admin/faults >/dev/null
-	[ "$(sql "SELECT count(*) FROM results")" = 2 ] || fail "not retained"
+	[ "$(sql "SELECT count(*) FROM results")" = "$1" ] || fail "not retained"
 	exec-session close >/dev/null
 }
+
+two_retained() { retained 2; }
 
 @test "the first reconcile pass after a start goes when its jitter ends, not at the next tick" {
 	two_retained
@@ -283,6 +295,7 @@ beats() {
 	local reports beat
 	reports=$(admin GET /admin/summary | grep -o '"reports":[0-9]*')
 	# a jitter window of an hour: the loop heartbeats on, but no pass starts
+	# (and the stop below ends the worker's wait at once)
 	start_loop --jitter-ms 3600000
 	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
 	beat=$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = 'current'")
@@ -291,12 +304,36 @@ beats() {
 	wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
 	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]   # nothing sent yet
 	[ "$(sql "SELECT count(*) FROM results")" = 2 ]
-	kill -TERM "$LOOP_PID"
-	wait "$LOOP_PID"
+	stop_loop
 	# no jitter: the first heartbeat's pass delivers them (adopted at open)
 	start_loop --jitter-ms 0
 	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
 	kill -TERM "$LOOP_PID"
 	wait "$LOOP_PID"
 	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
+}
+
+@test "a drain that settled results and left some waiting is followed by the next at once, not at the next heartbeat" {
+	retained 8
+	fault delay 100 300                              # each report takes 300 ms: a drain of 1 s delivers a few
+	# a tick of an hour: one heartbeat, so only the worker going on delivers all eight
+	start_loop --tick 3600 --jitter-ms 0 --reconcile-ms 1000
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 8 ]'
+	stop_loop
+	[ "$(grep -c "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err")" -ge 2 ] || fail "$(cat "$BATS_TEST_TMPDIR/loop.err")"
+	local j
+	for j in 1 2 3 4 5 6 7 8; do
+		[ "$(disp_charges "j$j")" = 1 ] || fail "j$j charged $(disp_charges "j$j") times"
+	done
+}
+
+@test "the worker does not go on after a drain that settled nothing" {
+	retained 2
+	fault 5xx 1000                                   # every report fails: nothing settles
+	start_loop --tick 3600 --jitter-ms 0 --reconcile-ms 300
+	wait_until 'grep -q "exec-loop: reconcile: 0 delivered, 0 refused, 2 waiting" "$BATS_TEST_TMPDIR/loop.err"'
+	admin DELETE /admin/faults >/dev/null             # a drain now would deliver both
+	stop_loop
+	[ "$(grep -c "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err")" = 1 ] || fail "$(cat "$BATS_TEST_TMPDIR/loop.err")"
+	[ "$(sql "SELECT count(*) FROM receipts")" = 0 ]
 }

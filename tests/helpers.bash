@@ -76,7 +76,8 @@ kill_recorded() {
 # test's directory on its command line, and what the state records.
 common_teardown() {
 	stop_dispatcher
-	pkill -KILL -f -- "$BATS_TEST_TMPDIR" 2>/dev/null || true
+	# the directory whole: test/3 is a prefix of test/39 (bats -j)
+	pkill -KILL -f -- "$BATS_TEST_TMPDIR(/| |\$)" 2>/dev/null || true
 	kill_recorded
 }
 
