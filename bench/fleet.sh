@@ -36,8 +36,9 @@ Environment (defaults in brackets):
   FLEET_RESULTS      results each executor retains through the outage [30]
   FLEET_GATE         the gated run's --max-inflight [16]
   FLEET_MAX_RATE     the gated run's --max-rate [2 x the ungated run's steady
-                     requests/s, less 2 per executor tick (a heartbeat and a
-                     refusal), at least half the steady rate; 0: none]
+                     requests/s S, less a heartbeat per executor tick and
+                     3 x sqrt(2 x S) (the swing of a 1-s window), at least
+                     half the steady rate; 0: none]
   FLEET_RATE_WAIT_MS the gated run's --rate-wait-ms [1.2 x FLEET_N / the
                      max rate, in ms, 1000..10000: every executor's one
                      delivery in flight fits the queue]: a request past the
@@ -385,10 +386,13 @@ fleet_run() {   # MODE (gate | nogate)
 	mkdir -p "$d"
 	loop_opts=()
 	if [ "$mode" = gate ]; then
-		# The operator's bound: P <= 2 leaves 2 x steady; heartbeats pass
-		# the gate and each executor tick may meet one refusal.
+		# The operator's bound: P <= 2 leaves 2 x steady S a second.
+		# Heartbeats pass the gate (one per executor tick), and the gated
+		# requests arrive at about the rate it serves them, give or take
+		# the swing of independent executors in a 1-s window: about
+		# sqrt(2 x S) at that rate, three times over for a margin.
 		[ -n "$MAX_RATE" ] || MAX_RATE=$(awk -v s="$(fig nogate steady_rate)" -v h="$((N / TICK))" \
-			'BEGIN { r = int(2 * s - 2 * h); if (r < s / 2) r = int(s / 2) + 1; print r }')
+			'BEGIN { r = int(2 * s - h - 3 * sqrt(2 * s)); if (r < s / 2) r = int(s / 2) + 1; print r }')
 		# Each executor has at most one delivery in flight: a queue of
 		# 1.2 x N turns holds them all, so a full fleet waits, not retries.
 		[ -n "$RATE_WAIT" ] || RATE_WAIT=$(awk -v n="$N" -v m="$MAX_RATE" \

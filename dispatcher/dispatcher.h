@@ -160,6 +160,8 @@ struct http_stats {
 	int64_t retry_after_max;         /* the longest Retry-After the gate told */
 	int64_t waiting;                 /* parked: long polls, paced requests (not in flight) */
 	int64_t paced;                   /* requests that waited for their turn at --max-rate */
+	int64_t paced_left;              /* of paced, whose client left before its turn */
+	int64_t rate_queue_ms;           /* how long a request arriving now waits for its turn */
 };
 
 /* The request counters since start (GET /admin/stats). */

@@ -276,6 +276,7 @@ static struct {
 	atomic_llong gateable;   /* in flight and not exempt: what the gate counts */
 	atomic_llong waiting;    /* parked: long polls waiting for an event */
 	atomic_llong paced;      /* waited for a turn at --max-rate */
+	atomic_llong paced_left; /* ... and whose client left before it */
 	atomic_llong by_kind[RK_KINDS];
 } stats;
 
@@ -342,11 +343,18 @@ gate_enter(struct req *rq)
 		atomic_fetch_add(&stats.gateable, 1);
 }
 
+/* The most tokens the bucket holds: a tenth of a second's worth, at least 1. */
+static double
+gate_burst(void)
+{
+	return dsp.cfg.max_rate / 10.0 < 1 ? 1 : dsp.cfg.max_rate / 10.0;
+}
+
 /* Move the 1-s windows and refill the bucket up to now (under gate.mu). */
 static void
 gate_advance(int64_t now)
 {
-	double burst = dsp.cfg.max_rate / 10.0 < 1 ? 1 : dsp.cfg.max_rate / 10.0;
+	double burst = gate_burst();
 
 	if (now / 1000 != gate.window) {
 		bool next = now / 1000 == gate.window + 1;
@@ -456,6 +464,14 @@ http_stats_read(struct http_stats *out)
 	out->gated_rate = atomic_load(&stats.gated_rate);
 	out->retry_after_max = atomic_load(&stats.retry_after_max);
 	out->paced = atomic_load(&stats.paced);
+	out->paced_left = atomic_load(&stats.paced_left);
+	out->rate_queue_ms = 0;
+	if (dsp.cfg.max_rate > 0) {
+		pthread_mutex_lock(&gate.mu);
+		gate_advance(mono_ms());
+		out->rate_queue_ms = gate_turn_ms();
+		pthread_mutex_unlock(&gate.mu);
+	}
 	for (int k = 0; k < RK_KINDS; k++)
 		out->by_kind[k] = atomic_load(&stats.by_kind[k]);
 }
@@ -512,15 +528,25 @@ req_append(struct req *rq, const char *data, size_t n)
 }
 
 /* Wait turn_ms for rq's turn at --max-rate, parked; false if its client
- * left meanwhile. */
+ * left meanwhile.  The turn of a client that left is given back to the
+ * bucket: it would otherwise be a turn nobody is served in. */
 static bool
 wait_turn(struct req *rq, int64_t turn_ms)
 {
+	bool gone;
+
 	atomic_fetch_add(&stats.paced, 1);
 	http_park(rq, true);
 	nap(turn_ms, rq->conn);
 	http_park(rq, false);
-	return !peer_gone(rq->conn);
+	if ((gone = peer_gone(rq->conn))) {
+		pthread_mutex_lock(&gate.mu);
+		if (++gate.tokens > gate_burst())
+			gate.tokens = gate_burst();
+		pthread_mutex_unlock(&gate.mu);
+		atomic_fetch_add(&stats.paced_left, 1);
+	}
+	return !gone;
 }
 
 /* The body is complete: count the report in flight, then serve it. */

@@ -228,6 +228,8 @@ struct batch {
 	struct job *jobs;
 	int n, round, max_attempts;
 	int64_t deadline;
+	int64_t ack_ms;     /* how long the last acknowledgement took to come */
+	bool short_budget;  /* what was left of the budget was shorter than that */
 	bool stopped;   /* a session was found over: send nothing more */
 	int64_t throttle_until;   /* a Retry-After ended the batch: wait until (epoch ms) */
 	struct binding throttled; /* ... the session it was asked of */
@@ -328,6 +330,7 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	char url[1200], cred[256];
 	struct http_reply reply;
 	struct session s;
+	int64_t t0;
 	int rc;
 
 	/* Another process may have learned that the session ended. */
@@ -339,7 +342,8 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	if (session_credential(b->st, &j->auth, cred, sizeof cred, e) < 0)
 		return -1;
 	snprintf(url, sizeof url, "%s/v1/results", s.dispatcher);
-	rc = http_request("POST", url, cred, j->r.body, j->r.body_len, b->deadline - mono_ms(), &reply, e);
+	t0 = mono_ms();
+	rc = http_request("POST", url, cred, j->r.body, j->r.body_len, b->deadline - t0, &reply, e);
 	memset(cred, 0, sizeof cred);
 	if (rc < 0)
 		return -1;
@@ -348,6 +352,8 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	crash_point("request-sent");
 	deliver_classify(&reply, &j->v);
 	http_reply_free(&reply);
+	if (j->v.cls == DC_ACKED)
+		b->ack_ms = mono_ms() - t0;
 	if (j->v.cls == DC_SESSION_OVER)
 		b->stopped = true;   /* stop at once: no authority left */
 	if (j->v.retry_after_ms >= 0 && !b->throttle_until) {
@@ -357,13 +363,29 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	return 0;
 }
 
+/*
+ * Is there time for one more request?  Not when less of the budget is left
+ * than the last acknowledgement took: behind a dispatcher that paces its
+ * requests (a queue of turns), such a request would only time out, and
+ * cost an attempt and the dispatcher a turn.  The next pass sends it.
+ */
+static bool
+time_for_one(struct batch *b)
+{
+	int64_t left = b->deadline - mono_ms();
+
+	if (left > 0 && left < b->ack_ms)
+		b->short_budget = true;
+	return left > 0 && left >= b->ack_ms;
+}
+
 static int
 send_round(struct batch *b, struct ek_err *e)
 {
 	struct job *j;
 	int i;
 
-	for (i = 0; i < b->n && !b->stopped && !b->throttle_until && mono_ms() < b->deadline; i++)
+	for (i = 0; i < b->n && !b->stopped && !b->throttle_until && time_for_one(b); i++)
 		if ((j = &b->jobs[i])->counted && !j->done && send_one(b, j, e) < 0)
 			return -1;
 	return 0;
@@ -407,7 +429,7 @@ last_round(const struct batch *b)
 	int i;
 
 	if (b->stopped || b->throttle_until || b->round + 1 >= b->max_attempts ||
-	    mono_ms() + (100LL << b->round) >= b->deadline)
+	    mono_ms() + (100LL << b->round) + b->ack_ms >= b->deadline)
 		return true;
 	for (i = 0; i < b->n; i++)
 		if (!b->jobs[i].done)
@@ -492,7 +514,8 @@ rounds(struct batch *b, struct ek_err *e)
 		j->rep->status = b->stopped ? DELIVER_SESSION_OVER : DELIVER_FAILED;
 		snprintf(j->rep->detail, sizeof j->rep->detail, "%s", b->stopped ?
 		    "not sent: the session ended during the batch" : b->throttle_until ?
-		    "not sent: the dispatcher asked to wait (Retry-After)" :
+		    "not sent: the dispatcher asked to wait (Retry-After)" : b->short_budget ?
+		    "not sent: less of the budget was left than an acknowledgement took" :
 		    "budget spent before any attempt");
 	}
 	return 0;

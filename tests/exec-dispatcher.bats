@@ -812,6 +812,28 @@ paced_flood() {
 	[[ $(grep -c '^200$' "$BATS_TEST_TMPDIR/codes") == $((8 - $(num gated_429))) ]]
 }
 
+@test "the gate: a paced request whose client gives up is not served, and its turn goes back to the bucket" {
+	mkdir "$BATS_TEST_TMPDIR/p"
+	disp_start "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms 10000
+	negotiate
+	take r1
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	result_body r1 >"$BATS_TEST_TMPDIR/res1"
+	local i urls=()
+	for i in 1 2 3 4 5 6; do urls+=(-o /dev/null "$DISP_URL/v1/results"); done
+	# six at once, each client giving up after 0.3 s: the feed request of
+	# take took the bucket's token, so they are given turns 1 to 6 s away
+	curl -sS --noproxy '*' --max-time 0.3 --parallel --parallel-immediate --parallel-max 6 \
+		-H 'Content-Type: application/json' -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary @"$BATS_TEST_TMPDIR/res1" "${urls[@]}" 2>/dev/null || true
+	wait_until 'api GET /admin/stats; [[ $(num paced_left) == 6 ]]'
+	# the six turns went back: what is left is the feed's token refilling
+	# (at most 1 s); kept, the queue would reach 6 s and more
+	[[ $(num paced) == 6 && $(num rate_queue_ms) -le 1000 ]] || fail "$body"
+	api GET /admin/summary
+	[[ $body == *'"reports":0'[,}]* ]] || fail "$body"   # none was served
+}
+
 @test "--rate-wait-ms takes 0 to 10000" {
 	run "$DISP_BIN" --rate-wait-ms 10001
 	[[ $status -eq 64 && $output == *"--rate-wait-ms: '10001' is not a number of milliseconds from 0 to 10000"* ]]

@@ -321,6 +321,10 @@ beats() {
 	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 8 ]'
 	stop_loop
 	[ "$(grep -c "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err")" -ge 2 ] || fail "$(cat "$BATS_TEST_TMPDIR/loop.err")"
+	# what a drain left unsent is in its totals, not a line each
+	run grep -E "exec-loop: failed j[0-9]+ \(0 attempts\)" "$BATS_TEST_TMPDIR/loop.err"
+	assert_failure
+	grep -q "exec-loop: delivered j1 " "$BATS_TEST_TMPDIR/loop.err"
 	local j
 	for j in 1 2 3 4 5 6 7 8; do
 		[ "$(disp_charges "j$j")" = 1 ] || fail "j$j charged $(disp_charges "j$j") times"

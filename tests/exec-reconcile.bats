@@ -518,3 +518,27 @@ adoptable_state() {
 	[ "$status" -eq "$EK_USAGE" ]
 	assert_output --partial "--include-adoptable goes with --export-evidence"
 }
+
+@test "a pass sends nothing when less of its budget is left than an acknowledgement took" {
+	start_dispatcher
+	open_session
+	retain_many 3
+	local sent attempts
+	sent=$(admin GET /admin/stats | sed -n 's/.*"result":\([0-9]*\).*/\1/p')
+	attempts=$(sql "SELECT run_id || ':' || attempts FROM results")
+	fault delay 100 1200                     # every acknowledgement takes 1.2 s or more
+	run exec-reconcile --budget-ms 2000
+	[ "$status" -eq "$EK_TEMPFAIL" ]
+	# the first is delivered; after it at most 0.8 s is left, shorter than it
+	# took: the others are not sent (sent, they would only time out)
+	[[ $output == *"1 delivered, 0 refused, 2 waiting"* ]] || fail "$output"
+	[[ $output == *"less of the budget was left than an acknowledgement took"* ]] || fail "$output"
+	[[ $output != *"no answer in time"* ]] || fail "$output"
+	[ "$(admin GET /admin/stats | sed -n 's/.*"result":\([0-9]*\).*/\1/p')" = $((sent + 1)) ]
+	# the two left are not charged an attempt
+	local row
+	[ "$(sql "SELECT count(*) FROM results")" = 2 ]
+	for row in $(sql "SELECT run_id || ':' || attempts FROM results"); do
+		[[ $'\n'$attempts$'\n' == *$'\n'$row$'\n'* ]] || fail "$row: was $attempts"
+	done
+}
