@@ -341,3 +341,18 @@ beats() {
 	[ "$(grep -c "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err")" = 1 ] || fail "$(cat "$BATS_TEST_TMPDIR/loop.err")"
 	[ "$(sql "SELECT count(*) FROM receipts")" = 0 ]
 }
+
+@test "a loop killed with -9 leaves no reconcile worker draining on: it ends after its drain" {
+	retained 8
+	fault delay 100 300                              # each report takes 300 ms: a drain of 1 s delivers 3 at most
+	start_loop --tick 3600 --jitter-ms 0 --reconcile-ms 1000
+	wait_until 'grep -q "exec-loop: reconcile: " "$BATS_TEST_TMPDIR/loop.err"'   # the second drain is on
+	kill -KILL "$LOOP_PID"
+	wait "$LOOP_PID" || true
+	# the worker (a subshell of the loop, same command line) finishes its drain and stops
+	wait_until '! pgrep -f "exec-loop --dispatcher $DISP_URL" >/dev/null'
+	local n
+	n=$(sql "SELECT count(*) FROM receipts")
+	[ "$n" -le 6 ] || fail "$n delivered: the worker went on after its loop was killed"
+	[ "$(sql "SELECT count(*) FROM results")" = $((8 - n)) ]
+}
