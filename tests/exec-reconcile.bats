@@ -526,10 +526,10 @@ adoptable_state() {
 	local sent attempts
 	sent=$(admin GET /admin/stats | sed -n 's/.*"result":\([0-9]*\).*/\1/p')
 	attempts=$(sql "SELECT run_id || ':' || attempts FROM results")
-	fault delay 100 1200                     # every acknowledgement takes 1.2 s or more
-	run exec-reconcile --budget-ms 2000
+	fault delay 100 1800                     # every acknowledgement takes 1.8 s or more
+	run exec-reconcile --budget-ms 3000
 	[ "$status" -eq "$EK_TEMPFAIL" ]
-	# the first is delivered; after it at most 0.8 s is left, shorter than it
+	# the first is delivered; after it at most 1.2 s is left, shorter than it
 	# took: the others are not sent (sent, they would only time out)
 	[[ $output == *"1 delivered, 0 refused, 2 waiting"* ]] || fail "$output"
 	[[ $output == *"less of the budget was left than an acknowledgement took"* ]] || fail "$output"
