@@ -343,18 +343,21 @@ gate_enter(struct req *rq)
 		atomic_fetch_add(&stats.gateable, 1);
 }
 
-/* The most tokens the bucket holds: a tenth of a second's worth, at least 1. */
-static double
-gate_burst(void)
+/* Put n tokens into the bucket, which holds a tenth of a second's worth
+ * at most, and at least 1 (under gate.mu). */
+static void
+gate_add(double n)
 {
-	return dsp.cfg.max_rate / 10.0 < 1 ? 1 : dsp.cfg.max_rate / 10.0;
+	double burst = dsp.cfg.max_rate / 10.0 < 1 ? 1 : dsp.cfg.max_rate / 10.0;
+
+	gate.tokens = !gate.filled || gate.tokens + n > burst ? burst : gate.tokens + n;
+	gate.filled = true;   /* it starts full */
 }
 
 /* Move the 1-s windows and refill the bucket up to now (under gate.mu). */
 static void
 gate_advance(int64_t now)
 {
-	double burst = gate_burst();
 
 	if (now / 1000 != gate.window) {
 		bool next = now / 1000 == gate.window + 1;
@@ -364,13 +367,7 @@ gate_advance(int64_t now)
 		gate.admitted[0] = gate.refused[0] = 0;
 		gate.window = now / 1000;
 	}
-	if (!gate.filled) {
-		gate.filled = true;
-		gate.tokens = burst;
-	}
-	gate.tokens += (double)(now - gate.refill_ms) * (double)dsp.cfg.max_rate / 1000.0;
-	if (gate.tokens > burst)
-		gate.tokens = burst;
+	gate_add((double)(now - gate.refill_ms) * (double)dsp.cfg.max_rate / 1000.0);
 	gate.refill_ms = now;
 }
 
@@ -420,10 +417,8 @@ gate_closed(struct req *rq, int64_t *turn_ms)
 		gate.rng = ((uint64_t)mono_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
 	gate_advance(mono_ms());
 	full = dsp.cfg.max_inflight > 0 && atomic_load(&stats.gateable) > dsp.cfg.max_inflight;
-	if (!full && dsp.cfg.max_rate > 0 && !(fast = gate_turn_ms() > dsp.cfg.rate_wait_ms)) {
-		*turn_ms = gate_turn_ms();
+	if (!full && dsp.cfg.max_rate > 0 && !(fast = (*turn_ms = gate_turn_ms()) > dsp.cfg.rate_wait_ms))
 		gate.tokens -= 1;
-	}
 	if (!full && !fast) {
 		gate.admitted[0]++;
 		pthread_mutex_unlock(&gate.mu);
@@ -541,8 +536,7 @@ wait_turn(struct req *rq, int64_t turn_ms)
 	http_park(rq, false);
 	if ((gone = peer_gone(rq->conn))) {
 		pthread_mutex_lock(&gate.mu);
-		if (++gate.tokens > gate_burst())
-			gate.tokens = gate_burst();
+		gate_add(1);
 		pthread_mutex_unlock(&gate.mu);
 		atomic_fetch_add(&stats.paced_left, 1);
 	}

@@ -374,9 +374,8 @@ time_for_one(struct batch *b)
 {
 	int64_t left = b->deadline - mono_ms();
 
-	if (left > 0 && left < b->ack_ms)
-		b->short_budget = true;
-	return left > 0 && left >= b->ack_ms;
+	b->short_budget = left > 0 && left < b->ack_ms;
+	return left > 0 && !b->short_budget;
 }
 
 static int
