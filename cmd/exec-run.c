@@ -250,7 +250,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
-	    msg, &won, e) < 0)
+	    msg, o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e) < 0)
 		if (!wait_to_retry(st, &w, r->run_id, "result", e))
 			return -1;
 	if (run_commits(st, RUN_LAZY, e) < 0)   /* until the row delete syncs them */
@@ -607,7 +607,7 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 	crash_point("cancel-marked");
 	if (v == CANCEL_QUEUED) {
 		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled",
-		    &won, e);
+		    o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e);
 		if (rc == 0)
 			rc = cancel_queued(st, o, &r, e);
 	} else {

@@ -256,6 +256,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	int64_t deadline = mono_ms() + o->timeout_ms, n, pending = 0, hold;
 	struct session s;
 	json_t *ans = NULL, *p;
+	bool due;
 	int rc;
 
 	rc = session_call(st, o, "POST", "/heartbeat", NULL, &ans, &s, e);
@@ -263,20 +264,23 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	if (json_is_integer(p = json_object_get(ans, "inspections_pending")) && json_integer_value(p) > 0)
 		pending = json_integer_value(p);
 	json_decref(ans);
+	/* due: a result waits that nobody is delivering (its supervisor
+	 * delivers its own, claimed from the moment it was chosen) */
 	if (rc < 0 || record_beat(st, &s, deadline, e) < 0 ||
-	    result_count_deliverable_by(st, &s.b, &n, e) < 0)
+	    result_count_deliverable_by(st, &s.b, &n, e) < 0 ||
+	    result_any_unclaimed_by(st, &s.b, &due, e) < 0)
 		return -1;
 	/* a Retry-After the dispatcher gave: how long no pass should start */
 	hold = s.retry_after_at > now_ms() ? s.retry_after_at - now_ms() : 0;
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:b, s:I}", "event", "heartbeat",
-		    "session_id", s.b.session_id, "status", "current", "reconcile_due", n > 0,
+		    "session_id", s.b.session_id, "status", "current", "reconcile_due", due,
 		    "deliverable", (json_int_t)n, "hold_ms", (json_int_t)hold, "inspect_due", pending > 0,
 		    "inspections_pending", (json_int_t)pending));
-	else if (n > 0 && hold > 0)   /* exec-loop reads these words */
+	else if (due && hold > 0)   /* exec-loop reads these words */
 		printf("reconcile-due hold-ms=%lld%s\n", (long long)hold, pending > 0 ? " inspect-due" : "");
 	else
-		printf("%s%s\n", n > 0 ? "reconcile-due" : "current", pending > 0 ? " inspect-due" : "");
+		printf("%s%s\n", due ? "reconcile-due" : "current", pending > 0 ? " inspect-due" : "");
 	return 0;
 }
 

@@ -12,4 +12,7 @@ crash_point(const char *name)
 
 	if (want && strcmp(want, name) == 0)
 		raise(SIGKILL);
+	want = getenv("EXEC_PAUSE_AT");
+	if (want && strcmp(want, name) == 0)
+		raise(SIGSTOP);   /* a drill resumes it (SIGCONT) once it has looked */
 }

@@ -236,14 +236,14 @@ struct batch {
 	char owner[CLAIM_OWNER_MAX];
 };
 
-/* In the claim transaction: is j deliverable by us now? */
+/* In the claim transaction: may j be sent by us now?  1 yes, 0 no (its
+ * report says why), -1 error. */
 static int
-claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
+claim_check(struct batch *b, struct job *j, struct ek_err *e)
 {
 	struct session s;
 	int rc;
 
-	j->done = true;
 	if ((rc = result_load(b->st, j->run_id, &j->r, e)) <= 0)
 		return rc < 0 ? -1 : no_result(b->st, j->run_id, j->rep, e);
 	if (j->r.refused) {
@@ -261,6 +261,26 @@ claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
 		    "wait %lld ms more (Retry-After)", (long long)(s.retry_after_at - now_ms()));
 		return 0;
 	}
+	return 1;
+}
+
+/* In the claim transaction: claim j if it is deliverable by us now.  A
+ * result that is not, and that its chooser (us) claimed at birth, is let
+ * go (*released), so that a pass may take it. */
+static int
+claim_one(struct batch *b, struct job *j, int64_t until, bool *released, struct ek_err *e)
+{
+	int rc;
+
+	j->done = true;
+	if ((rc = claim_check(b, j, e)) <= 0) {
+		if (rc == 0 && strcmp(j->r.claim_owner, b->owner) == 0) {
+			if (result_unclaim_in(b->st, j->run_id, b->owner, e) < 0)
+				return -1;
+			*released = true;
+		}
+		return rc;
+	}
 	if ((rc = result_claim_in(b->st, &j->r, b->owner, until, e)) < 0)
 		return -1;
 	if (rc == 0) {
@@ -277,25 +297,27 @@ claim_one(struct batch *b, struct job *j, int64_t until, struct ek_err *e)
 static int
 claim_all(struct batch *b, struct ek_err *e)
 {
-	int64_t until = now_ms() + (b->deadline - mono_ms()) + 1000;
+	int64_t until = now_ms() + (b->deadline - mono_ms()) + DELIVER_CLAIM_SLACK_MS;
 	int i, claimed = 0;
+	bool released = false;
 
 	if (db_begin_write(&b->st->db, e) < 0)
 		return -1;
 	for (i = 0; i < b->n; i++) {
-		if (claim_one(b, &b->jobs[i], until, e) < 0) {
+		if (claim_one(b, &b->jobs[i], until, &released, e) < 0) {
 			db_rollback(&b->st->db);
 			return -1;
 		}
 		claimed += b->jobs[i].claimed;
 	}
-	if (claimed == 0) {
+	if (claimed == 0 && !released) {
 		db_rollback(&b->st->db);
 		return 0;
 	}
 	if (db_commit(&b->st->db, e) < 0)
 		return -1;
-	crash_point("claimed");
+	if (claimed > 0)
+		crash_point("claimed");
 	return claimed;
 }
 

@@ -21,6 +21,8 @@
 
 #define DELIVER_MAX_ATTEMPTS 3
 #define DELIVER_BUDGET_MS 5000
+/* A claim outlives the budget it was taken for by this much. */
+#define DELIVER_CLAIM_SLACK_MS 1000
 
 /* The outcome classes of doc/protocol.md. */
 enum deliver_class { DC_ACKED, DC_REFUSED, DC_SESSION_OVER, DC_TRANSIENT };

@@ -28,8 +28,9 @@
  *   queued      started     chain_next()            start-marker (a chaining supervisor's next run:
  *                                                   chosen, slot-bounded and marked in one commit)
  *   started     started     run_set_guest()         after-spawn
- *   started     result      result_choose()         result-chosen / retained
- *   queued      result      result_choose()         (cancel before start)
+ *   started     result      result_choose()         result-chosen / retained (born claimed by
+ *                                                   its chooser, who delivers it next)
+ *   queued      result      result_choose()         (cancel before start; claimed likewise)
  *   started     unknown     run_sweep()             (supervisor gone, no result)
  *   result      —           claim_all()             claimed
  *   result      —           count_round()           attempt-counted

@@ -27,19 +27,27 @@ build_body(const char *run_id, const struct binding *b, const char *outcome,
 
 static int
 insert_result(struct state *st, const char *run_id, const struct binding *b, const char *outcome,
-    int exit_code, int wait_status, const char *message, const char *body, int64_t now, struct ek_err *e)
+    int exit_code, int wait_status, const char *message, const char *body, int64_t now,
+    int64_t claim_ms, struct ek_err *e)
 {
 	/* The run's start facts (schema step 5), program and args (step 10)
 	 * go with its result. */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
-	    "outcome, exit_code, wait_status, message, chosen_at, body, due_at, started_at, "
-	    "start_marker, program, args) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, r.due_at, "
+	    "outcome, exit_code, wait_status, message, chosen_at, body, claim_owner, claim_until, "
+	    "due_at, started_at, start_marker, program, args) "
+	    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, r.due_at, "
 	    "r.started_at, r.start_marker, r.program, r.args FROM (SELECT 1) "
 	    "LEFT JOIN runs r ON r.run_id = ?1 "
 	    "WHERE true ON CONFLICT(run_id) DO NOTHING", e);
+	char owner[CLAIM_OWNER_MAX];
 
 	if (!q)
 		return -1;
+	if (claim_ms > 0) {
+		proc_self_id(owner, sizeof owner);
+		db_bind_text(q, 10, owner);
+		db_bind_i64(q, 11, now + claim_ms);
+	}
 	db_bind_text(q, 1, run_id);
 	db_bind_binding(q, 2, b);
 	db_bind_text(q, 4, outcome);
@@ -55,7 +63,7 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 int
 result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    bool *won, struct ek_err *e)
+    int64_t claim_ms, bool *won, struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	int64_t now = now_ms();
@@ -71,7 +79,7 @@ result_choose(struct state *st, const char *run_id, const struct binding *b,
 		free(body);
 		return -1;
 	}
-	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, body, now, e);
+	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, body, now, claim_ms, e);
 	free(body);
 	if (rc < 0) {
 		db_rollback(&st->db);
@@ -264,5 +272,46 @@ result_count_deliverable_by(struct state *st, const struct binding *by, int64_t 
 			return -1;
 		*n += one;
 	}
+	return 0;
+}
+
+/* 1 when b has a deliverable result that no unexpired claim holds, 0 when
+ * not, -1 on error.  EXISTS stops at the first such row, and the rows it
+ * passes over are claimed ones: a batch's worth at most. */
+static int
+any_unclaimed(struct state *st, const struct binding *b, int64_t now, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT EXISTS (SELECT 1 FROM results "
+	    "INDEXED BY results_deliverable WHERE incarnation = ?1 AND session_id = ?2 "
+	    "AND refused = 0 AND (claim_owner IS NULL OR IFNULL(claim_until, 0) <= ?3))", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_binding(q, 1, b);
+	db_bind_i64(q, 3, now);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		rc = sqlite3_column_int(q, 0) != 0;
+	db_done(&st->db, q);
+	return rc;
+}
+
+int
+result_any_unclaimed_by(struct state *st, const struct binding *by, bool *any, struct ek_err *e)
+{
+	struct binding adopted[RESULT_ADOPTED_MAX];
+	int64_t now = now_ms();
+	int i, k, rc;
+
+	if ((rc = any_unclaimed(st, by, now, e)) < 0)
+		return -1;
+	if (rc == 0) {
+		if (session_adopted(st, by, adopted, RESULT_ADOPTED_MAX, &k, e) < 0)
+			return -1;
+		for (i = 0; i < k && rc == 0; i++)
+			if ((rc = any_unclaimed(st, &adopted[i], now, e)) < 0)
+				return -1;
+	}
+	*any = rc == 1;
 	return 0;
 }

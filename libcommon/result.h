@@ -44,11 +44,13 @@ struct result {
 
 /* Choose the terminal result of run_id under b: one transaction that
  * inserts the row unless one exists.  *won tells whether this call chose.
- * wait_status < 0 means none.  Commit points result-chosen (before the
- * commit) and retained (after). */
+ * wait_status < 0 means none.  With claim_ms > 0 the row is born claimed
+ * by this process for that long: a chooser that delivers its own result
+ * next keeps a pass from taking it in between (0: unclaimed).  Commit
+ * points result-chosen (before the commit) and retained (after). */
 int result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    bool *won, struct ek_err *e);
+    int64_t claim_ms, bool *won, struct ek_err *e);
 
 /* Load the retained result of run_id: 1 found, 0 none, -1 error. */
 int result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e);
@@ -88,6 +90,13 @@ int result_count_deliverable(struct state *st, const struct binding *b, int64_t 
  * sessions it adopted, not refused.  Index range counts only, so the cost
  * does not grow with undeliverable rows (a heartbeat asks every second). */
 int result_count_deliverable_by(struct state *st, const struct binding *by, int64_t *n,
+    struct ek_err *e);
+
+/* *any: is there a result the session `by` may deliver (as
+ * result_count_deliverable_by) that no unexpired claim holds?  What a
+ * heartbeat's reconcile-due asks: a result its supervisor is delivering
+ * is not due for a pass. */
+int result_any_unclaimed_by(struct state *st, const struct binding *by, bool *any,
     struct ek_err *e);
 
 /* A receipt exists for run_id: 1 yes, 0 no, -1 error. */

@@ -542,3 +542,50 @@ adoptable_state() {
 		[[ $'\n'$attempts$'\n' == *$'\n'$row$'\n'* ]] || fail "$row: was $attempts"
 	done
 }
+
+# stopped PID: the process is stopped (EXEC_PAUSE_AT reached).
+stopped() { grep -q '^State:[[:space:]]*T' "/proc/$1/status" 2>/dev/null; }
+
+@test "a supervisor's result is its own from the moment it is chosen: no pass takes it, no heartbeat calls it due" {
+	ready own
+	EXEC_PAUSE_AT=retained exec-run supervise own >"$BATS_TEST_TMPDIR/sup.out" 2>&1 3>&- &
+	local sup=$!
+	wait_until "stopped $sup"                      # chose and committed, not yet delivering
+	[ "$(sql "SELECT attempts, claim_owner IS NOT NULL FROM results WHERE run_id = 'own'")" = "0|1" ]
+	run exec-session heartbeat
+	assert_output current
+	run exec-reconcile
+	assert_output --partial "another deliverer holds the claim"
+	[ "$(disp_reports own)" = 0 ]
+	kill -CONT "$sup"
+	wait "$sup" || fail "the supervisor failed: $(cat "$BATS_TEST_TMPDIR/sup.out")"
+	[ "$(disp_charges own)" = 1 ]
+	[ "$(sql "SELECT attempts FROM receipts WHERE run_id = 'own'")" = 1 ]
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+}
+
+@test "a supervisor that may not send its result now lets go of its claim, and the heartbeat calls it due" {
+	ready held
+	EXEC_PAUSE_AT=retained exec-run supervise held >/dev/null 2>&1 3>&- &
+	local sup=$!
+	wait_until "stopped $sup"
+	# the dispatcher asked for a pause an hour long (as a Retry-After would)
+	sqlite3 -cmd ".timeout $WAIT_MS" "$EXEC_STATE_DIR/state.db" \
+		"UPDATE sessions SET retry_after_at = strftime('%s','now') * 1000 + 3600000 WHERE status = 'current'"
+	kill -CONT "$sup"
+	wait "$sup" || true                            # not delivered: exit 75
+	[ "$(sql "SELECT attempts, claim_owner IS NULL FROM results WHERE run_id = 'held'")" = "0|1" ]
+	run exec-session heartbeat
+	assert_output --regexp '^reconcile-due hold-ms=[0-9]+$'
+	[ "$(disp_reports held)" = 0 ]
+}
+
+@test "the result of a supervisor killed after choosing is due at once for a pass, and delivered once" {
+	ready gone
+	EXEC_CRASH_AT=retained exec-run supervise gone >/dev/null 2>&1 3>&- || true
+	[ "$(sql "SELECT attempts, claim_owner IS NOT NULL FROM results WHERE run_id = 'gone'")" = "0|1" ]
+	run exec-reconcile
+	assert_success
+	[ "$(disp_charges gone)" = 1 ]
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+}
