@@ -267,11 +267,21 @@ open_view(const struct guest_spec *gs, struct child_view *v, char *limits, size_
 	return 0;
 }
 
-/* A capture file: a new file, never an existing one, never through a link. */
+/* Capture file i, made on its first byte: a new file, never an existing
+ * one, never through a link.  Its descriptor, or -1 once it could not be
+ * made (that output is dropped from then on, and g->warn says why). */
 static int
-open_capture(const struct guest_spec *gs, const char *name, struct ek_err *e)
+capture_file(struct guest *g, int i)
 {
-	return state_open_file(gs->st, name, O_WRONLY | O_CREAT | O_EXCL, 0600, e);
+	struct ek_err e = { 0 };
+
+	if (g->file[i] < 0 && !g->lost[i] &&
+	    (g->file[i] = state_open_file(g->st, g->name[i], O_WRONLY | O_CREAT | O_EXCL, 0600, &e)) < 0) {
+		g->lost[i] = true;
+		if (!g->warn.code)
+			ek_fail(&g->warn, e.code, "its %s is not kept: %s", i ? "stderr" : "stdout", e.msg);
+	}
+	return g->file[i];
 }
 
 /* The child could not enter its isolation and has exited: reap it (and
@@ -300,7 +310,10 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 
 	memset(g, 0, sizeof *g);
 	g->pid = -1;
-	g->out_pipe = g->err_pipe = g->pidfd = g->out_file = g->err_file = -1;
+	g->out_pipe = g->err_pipe = g->pidfd = g->file[0] = g->file[1] = -1;
+	g->st = gs->st;
+	g->name[0] = gs->out_name;
+	g->name[1] = gs->err_name;
 	g->max_output = gs->max_output;
 	contain_init(&g->cg);
 	view.fd = -1;
@@ -310,9 +323,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 		ek_fail(e, EK_OSERR, "out of memory");
 		goto fail;
 	}
-	g->out_file = open_capture(gs, gs->out_name, e);
-	g->err_file = g->out_file < 0 ? -1 : open_capture(gs, gs->err_name, e);
-	if (g->err_file < 0)
+	if (state_check_free(gs->st, gs->out_name, e) < 0 || state_check_free(gs->st, gs->err_name, e) < 0)
 		goto fail;
 	contain_prepare(gs, g);
 	if (make_pipes(out, err, fail, go, g->cg.dir_fd >= 0, e) < 0)
@@ -382,7 +393,7 @@ drain(struct guest *g, int i)
 	}
 	keep = g->kept[i] < max ? max - g->kept[i] : 0;
 	keep = keep < (size_t)n ? keep : (size_t)n;
-	if (keep && write(i ? g->err_file : g->out_file, buf, keep) == (ssize_t)keep)
+	if (keep && capture_file(g, i) >= 0 && write(g->file[i], buf, keep) == (ssize_t)keep)
 		g->kept[i] += keep;
 	g->dropped[i] += (size_t)n - keep;
 	return 0;
@@ -485,7 +496,7 @@ guest_wait(struct guest *g, int64_t deadline, volatile sig_atomic_t *stop,
 void
 guest_close(struct guest *g)
 {
-	int *fds[] = { &g->out_pipe, &g->err_pipe, &g->pidfd, &g->out_file, &g->err_file };
+	int *fds[] = { &g->out_pipe, &g->err_pipe, &g->pidfd, &g->file[0], &g->file[1] };
 	size_t i;
 
 	for (i = 0; i < sizeof fds / sizeof fds[0]; i++)

@@ -6,8 +6,12 @@
  * (EXEC_RUN_ID, EXEC_TXN_ID, EXEC_LIMITS_FILE, PATH, HOME, then the spec's
  * env: never the state directory), stdin from /dev/null, and stdout/stderr
  * captured through pipes into files that keep at most max_output bytes
- * each.  The capture files are new files of the state directory, opened
- * before the fork (state_open_file: never through a link); the guest gets
+ * each.  The capture files are new files of the state directory
+ * (state_open_file: never through a link), made when the first byte comes:
+ * a guest that writes nothing to one leaves no file, and a run costs no
+ * file it does not need.  Their names are checked free before the fork, so
+ * a planted link still keeps the guest from running; one that cannot be
+ * made later loses that output only (said in g->warn).  The guest gets
  * pipes, no path.  guest_wait() ends it on timeout or on request: SIGTERM to
  * the group, SIGKILL after the grace period.
  *
@@ -29,6 +33,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,7 +60,10 @@ enum guest_why { GUEST_EXITED, GUEST_TIMEOUT, GUEST_STOPPED, GUEST_EXEC_FAILED, 
 struct guest {
 	pid_t pid;
 	int out_pipe, err_pipe, pidfd;
-	int out_file, err_file;
+	int file[2];            /* the capture files, once made; -1 before */
+	bool lost[2];           /* ... or could not be made: that output is dropped */
+	const struct state *st;
+	const char *name[2];    /* the spec's out_name and err_name */
 	size_t max_output;
 	size_t kept[2], dropped[2];
 	struct contain cg;      /* the guest's cgroup, if it has one */

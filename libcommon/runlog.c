@@ -95,7 +95,9 @@ nap(void)
 	nanosleep(&t, NULL);   /* a signal cuts it short, as it should */
 }
 
-/* Open the output file; while following a pending run, wait for it. */
+/* Open the output file; while following a pending run, wait for it (a
+ * guest's capture file is made on its first byte).  -2: stopped while
+ * waiting, with nothing to print. */
 static int
 open_output(struct state *st, const struct runlog *r, const char *name,
     volatile sig_atomic_t *stop, struct ek_err *e)
@@ -112,10 +114,12 @@ open_output(struct state *st, const struct runlog *r, const char *name,
 			return fd;
 		if (errno != ENOENT)
 			return state_open_file(st, rel, O_RDONLY, 0, e);   /* says why */
-		if (!pending || *stop)
-			return ek_fail(e, EK_NOINPUT, "run '%s': no captured %s (out/%s)%s", r->run_id,
-			    r->err ? "stderr" : "stdout", name, r->follow ? "" :
-			    "; not stored, or not started yet (-f waits for it)");
+		if (*stop)
+			return -2;
+		if (!pending)
+			return ek_fail(e, EK_NOINPUT, "run '%s': no captured %s (out/%s): it wrote none, "
+			    "or it was removed%s", r->run_id, r->err ? "stderr" : "stdout", name,
+			    r->follow ? "" : ", or it has not written any yet (-f waits for it)");
 		nap();
 	}
 }
@@ -131,7 +135,7 @@ runlog_print(struct state *st, const struct runlog *r, volatile sig_atomic_t *st
 
 	snprintf(name, sizeof name, "%s.%s", r->run_id, r->err ? "stderr" : "stdout");
 	if ((fd = open_output(st, r, name, stop, e)) < 0)
-		return -1;
+		return fd == -2 ? 0 : -1;
 	for (;;) {
 		/* Asked before the read: once it says finished, this read is the last. */
 		if ((rc = r->follow ? run_pending(st, r->run_id, &pending, e) : 0) < 0 ||

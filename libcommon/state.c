@@ -200,6 +200,27 @@ state_open_file(const struct state *st, const char *name, int flags, mode_t mode
 }
 
 int
+state_check_free(const struct state *st, const char *name, struct ek_err *e)
+{
+	char path[PATH_MAX];
+	const char *base = NULL, *why;
+	struct stat sb;
+	int dirfd = locate(st, name, &base);
+
+	if (dirfd < 0)
+		why = strerror(errno);
+	else if (fstatat(dirfd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		why = S_ISLNK(sb.st_mode) ? "it is a symbolic link (not followed)" : strerror(EEXIST);
+	else if (errno == ENOENT)
+		return 0;
+	else
+		why = strerror(errno);
+	if (state_path(st, name, path, sizeof path) < 0)
+		return ek_fail(e, EK_SOFTWARE, "state directory path too long");
+	return ek_fail(e, EK_CANTCREAT, "cannot create '%s': %s", path, why);
+}
+
+int
 state_open_dir(const struct state *st, const char *name, struct ek_err *e)
 {
 	char path[PATH_MAX];

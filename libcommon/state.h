@@ -59,6 +59,12 @@ int state_path(const struct state *st, const char *name, char *buf, size_t n);
 int state_open_file(const struct state *st, const char *name, int flags, mode_t mode,
     struct ek_err *e);
 
+/* NAME is free: a new file could be made there now (nothing, not even a
+ * link, has that name).  0, or -1 with e filled as state_open_file(NAME,
+ * O_CREAT | O_EXCL) would fill it.  A check without a create: a file
+ * made later, only when it is needed, still fails the same way early. */
+int state_check_free(const struct state *st, const char *name, struct ek_err *e);
+
 /* Open directory NAME ("out/DIR") for openat(), never through a link:
  * the descriptor, or -1 (errno set; e filled unless errno is ENOENT). */
 int state_open_dir(const struct state *st, const char *name, struct ek_err *e);

@@ -362,19 +362,19 @@ CONF
 @test "a run's output goes with its receipt (prune) and with its evidence (export), never before" {
 	start_dispatcher
 	open_session
-	submit_and_accept "$(spec o1 /bin/echo '["hello"]')"
+	submit_and_accept "$(spec o1 /bin/sh '["-c","echo hello; echo e >&2"]')"
 	exec-run start --wait >/dev/null
 	[ "$(cat "$EXEC_STATE_DIR/out/o1.stdout")" = hello ]
 	run exec-reconcile --prune-receipts 1h            # the receipt is young: kept, and so is the output
 	assert_output "pruned 0 receipts, removed 0 output files"
 	[ -e "$EXEC_STATE_DIR/out/o1.stdout" ]
 	run exec-inspect summary --json
-	assert_output --regexp '"output":\{"files":2,"bytes":6\}'
+	assert_output --regexp '"output":\{"files":2,"bytes":8\}'
 	run exec-reconcile --prune-receipts 0s
 	assert_output "pruned 1 receipts, removed 2 output files"
 	[ ! -e "$EXEC_STATE_DIR/out/o1.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/o1.stderr" ]
 	# a refused result keeps its output as evidence until it is exported
-	submit_and_accept "$(spec o2 /bin/echo '["kept"]')"
+	submit_and_accept "$(spec o2 /bin/sh '["-c","echo kept; echo e >&2"]')"
 	fault 4xx 1
 	exec-run start --wait >/dev/null 2>&1 || true
 	[ "$(sql "SELECT refused FROM results WHERE run_id = 'o2'")" = 1 ]
@@ -390,10 +390,10 @@ CONF
 	open_session
 	local i
 	for i in 1 2 3; do
-		submit_and_accept "$(spec "c$i" /bin/sh '["-c","head -c 1000 /dev/zero"]')"
+		submit_and_accept "$(spec "c$i" /bin/sh '["-c","head -c 1000 /dev/zero; echo >&2"]')"
 		exec-run start --wait >/dev/null
 	done
-	submit_and_accept "$(spec kept /bin/sh '["-c","head -c 1000 /dev/zero"]')"
+	submit_and_accept "$(spec kept /bin/sh '["-c","head -c 1000 /dev/zero; echo >&2"]')"
 	fault 5xx 100
 	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true   # retained, not acknowledged
 	admin DELETE /admin/faults >/dev/null

@@ -67,6 +67,42 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(stat -c %a "$EXEC_STATE_DIR/out/big.stdout")" = 600 ]
 }
 
+@test "a capture file is made on the guest's first byte: a silent guest leaves none" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec quiet)" "$(spec errs /bin/sh '["-c","echo e >&2"]')"
+	run exec-run start --wait
+	assert_success
+	[ ! -e "$EXEC_STATE_DIR/out/quiet.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/quiet.stderr" ]
+	[ ! -e "$EXEC_STATE_DIR/out/errs.stdout" ]
+	[ "$(cat "$EXEC_STATE_DIR/out/errs.stderr")" = e ]
+	run --separate-stderr exec-inspect logs quiet
+	[ "$status" -eq "$EK_NOINPUT" ]
+	[[ "$stderr" == *"run 'quiet': no captured stdout (out/quiet.stdout): it wrote none, or it was removed"* ]] || fail "$stderr"
+	run exec-inspect show quiet --json
+	assert_output --partial '"stdout":null,"stderr":null'
+}
+
+@test "a capture file that cannot be made when the first byte comes loses that output only" {
+	local go=$BATS_TEST_TMPDIR/go target=$BATS_TEST_TMPDIR/target
+	ready late /bin/sh "[\"-c\",\"i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done; echo secret; echo kept >&2\"]"
+	exec-run supervise late >"$BATS_TEST_TMPDIR/sup.out" 2>&1 3>&- &
+	local sup=$!
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'late'"'")" -gt 0 ]'
+	# planted after the start's check, before the guest writes
+	echo before >"$target"
+	ln -s "$target" "$EXEC_STATE_DIR/out/late.stdout"
+	touch "$go"
+	wait "$sup" || fail "supervise: $(cat "$BATS_TEST_TMPDIR/sup.out")"
+	[ "$(cat "$target")" = before ]                  # never written through the link
+	[ -L "$EXEC_STATE_DIR/out/late.stdout" ]
+	[ "$(cat "$EXEC_STATE_DIR/out/late.stderr")" = kept ]
+	run cat "$BATS_TEST_TMPDIR/sup.out"
+	assert_output --partial "run 'late': its stdout is not kept: cannot create '$EXEC_STATE_DIR/out/late.stdout': it is a symbolic link (not followed)"
+	assert_output --partial "late exited 0: delivered"
+	[ "$(disp_charges late)" = 1 ]
+}
+
 @test "the result is retained before the first send: a crash after retain loses nothing and runs nothing twice" {
 	ready once /bin/sh "[\"-c\",\"echo ran >> $BATS_TEST_TMPDIR/count\"]"
 	EXEC_CRASH_AT=retained run exec-run start --wait

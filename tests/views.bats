@@ -243,7 +243,8 @@ story_value() {
 @test "logs -f: Ctrl-C (SIGINT) ends the follow cleanly, status 0" {
 	ready fl2 /bin/sleep '["3600"]'
 	exec-run supervise fl2 >/dev/null 2>&1 3>&- &
-	wait_until '[ -e "$EXEC_STATE_DIR/out/fl2.stdout" ]'
+	# running, and silent: no capture file yet, so the follow waits for one
+	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'fl2'"'")" -gt 0 ]'
 	exec-inspect logs fl2 -f >"$BATS_TEST_TMPDIR/f.out" 2>&1 3>&- &
 	local follower=$!
 	# the handler is in place (SigCgt has SIGINT and SIGTERM): no fixed wait

@@ -89,7 +89,9 @@ run_hostile() {
 	echo "$output"
 	assert_success
 	assert_output --partial "$id exited 0: delivered"
-	cat "$EXEC_STATE_DIR/out/$id.stdout" "$EXEC_STATE_DIR/out/$id.stderr"
+	cat "$EXEC_STATE_DIR/out/$id.stdout"
+	# a capture file is made on its first byte: a silent stderr has none
+	[ ! -e "$EXEC_STATE_DIR/out/$id.stderr" ] || cat "$EXEC_STATE_DIR/out/$id.stderr"
 }
 
 # The state is whole: integrity ok, nothing truncated.
@@ -114,8 +116,12 @@ state_intact() {
 	assert_output 0
 	run grep -c 'cred:' "$out"                       # it found no credential ...
 	assert_output 0
-	run grep -cF -- "$cred" "$out" "$EXEC_STATE_DIR/out/h1.stderr"   # ... anywhere
-	assert_output "$(printf '%s\n' "$out:0" "$EXEC_STATE_DIR/out/h1.stderr:0")"
+	run grep -cF -- "$cred" "$out"                   # ... anywhere
+	assert_output 0
+	if [ -e "$EXEC_STATE_DIR/out/h1.stderr" ]; then
+		run grep -cF -- "$cred" "$EXEC_STATE_DIR/out/h1.stderr"
+		assert_output 0
+	fi
 	grep -q '^limits: ok {"run_id":"h1"' "$out"      # and still reads its own limits file
 	grep -q 'outside EXEC_LIMITS_FILE: 0$' "$out"    # its environment names no state
 	[ "$(disp_charges h1)" = 1 ]

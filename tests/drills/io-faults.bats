@@ -74,16 +74,19 @@ filler_spec() {
 	full_fs 2m
 	start_dispatcher
 	open_session
-	submit "$(filler_spec full)"
+	submit "$(filler_spec full 1)"
 	exec-accept --from-dispatcher >/dev/null
 	rm -f "$EXEC_STATE_DIR/reserve"                    # the worst case: no reserve to give back
 	exec-run supervise full >"$BATS_TEST_TMPDIR/sup.out" 2>"$BATS_TEST_TMPDIR/sup.err" 3>&- &
 	local sup=$!
 	remember "$sup"
-	# witness: the guest ran and ended; its result cannot be committed yet
-	wait_until '[ "$(ran full)" = 1 ] && [ -e "$fs/filler-full" ]'
+	# the guest's pid is recorded before it fills the disk (else that
+	# commit could be the one that finds it full: another drill)
 	local guest
 	wait_until 'guest=$(val "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id = '\''full'\''"); [ "$guest" -gt 0 ]'
+	touch "$GO"
+	# witness: the guest ran and ended; its result cannot be committed yet
+	wait_until '[ "$(ran full)" = 1 ] && [ -e "$fs/filler-full" ]'
 	wait_until '[ ! -e "/proc/$guest" ] || [ "$(cut -d" " -f3 "/proc/$guest/stat")" = Z ]'
 	wait_until 'grep -q "waits for disk space" "$BATS_TEST_TMPDIR/sup.err"'
 	kill -0 "$sup"                                      # still trying, not given up

@@ -56,13 +56,17 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 @test "guest output lost after acknowledgement: nothing else notices; lost before, the result is unchanged" {
 	start_dispatcher
 	open_session
-	submit '{"run_id":"o1","txn_id":"t","program":"/bin/echo","args":["hello"]}' "$(gspec o2 0 1)"
+	# o2 writes to both streams (a capture file is made on its first
+	# byte), then waits for $GO
+	local o2="echo \\\"\$EXEC_RUN_ID\\\" >> $LEDGER; echo out; echo err >&2; i=0; while [ ! -e $GO ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done"
+	submit '{"run_id":"o1","txn_id":"t","program":"/bin/echo","args":["hello"]}' \
+		"$(printf '{"run_id":"o2","txn_id":"t-o2","program":"/bin/sh","args":["-c","%s"]}' "$o2")"
 	exec-accept --from-dispatcher >/dev/null
 	exec-run supervise o1 >/dev/null
 	[ "$(cat "$EXEC_STATE_DIR/out/o1.stdout")" = hello ]  # witness
 	rm -f "$EXEC_STATE_DIR"/out/o1.*                      # the loss, after the ack
 	exec-run start --slots 1 >/dev/null
-	wait_until '[ -e "$EXEC_STATE_DIR/out/o2.stdout" ]'
+	wait_until '[ -e "$EXEC_STATE_DIR/out/o2.stdout" ] && [ -e "$EXEC_STATE_DIR/out/o2.stderr" ]'
 	rm -f "$EXEC_STATE_DIR"/out/o2.std*                   # the loss, while o2 runs
 	touch "$GO"
 	exec-run wait --timeout-ms "$WAIT_MS"
