@@ -152,7 +152,7 @@ inspect_quiesce(const struct state *st, int64_t deadline, struct ek_err *e)
 	 * Written by rename, so that no kill leaves an empty marker, which
 	 * would count as a live writer's. */
 	proc_self_id(id, sizeof id);
-	if (state_write_atomic_at(st->dir_fd, st->dir, INSPECT_SHUTDOWN_FILE, id, 0600, e) < 0)
+	if (state_write_atomic_at(st->dir_fd, st->dir, INSPECT_SHUTDOWN_FILE, id, 0600, true, e) < 0)
 		return -1;
 	if ((fd = flock_until(st, LOCK_EX, deadline, e)) < 0)
 		state_unlink(st, INSPECT_SHUTDOWN_FILE);

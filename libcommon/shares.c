@@ -368,7 +368,7 @@ write_limits(const struct state *st, const char *run_id, const char *body, struc
 		return ek_fail(e, EK_SOFTWARE, "path too long");
 	if (st->out_fd < 0)
 		return ek_fail(e, EK_CANTCREAT, "no directory '%s'", out);
-	if (state_write_atomic_at(st->out_fd, out, name, body, 0600, e) < 0)
+	if (state_write_atomic_at(st->out_fd, out, name, body, 0600, false, e) < 0)
 		return -1;
 	if (isolate_view_name(run_id, out, sizeof out) < 0)
 		return ek_fail(e, EK_SOFTWARE, "path too long");
@@ -376,7 +376,7 @@ write_limits(const struct state *st, const char *run_id, const char *body, struc
 		return errno == ENOENT ? 0 : -1;
 	rc = fstat(fd, &sb);
 	if (rc == 0 && state_path(st, out, out, sizeof out) == 0)
-		rc = state_write_atomic_at(fd, out, name, body, sb.st_mode & 0011 ? 0644 : 0600, e);
+		rc = state_write_atomic_at(fd, out, name, body, sb.st_mode & 0011 ? 0644 : 0600, false, e);
 	close(fd);
 	return rc;
 }

@@ -252,7 +252,7 @@ state_unlink(const struct state *st, const char *name)
 
 int
 state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
-    mode_t mode, struct ek_err *e)
+    mode_t mode, bool durable, struct ek_err *e)
 {
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fd, err = 0;
 	size_t len = strlen(body), off = 0;
@@ -269,7 +269,7 @@ state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const ch
 		return ek_fail(e, EK_CANTCREAT, "open '%s/%s': %s", dirpath, tmp, strerror(errno));
 	while (off < len && (w = write(fd, body + off, len - off)) > 0)
 		off += (size_t)w;
-	if (off < len || write(fd, "\n", 1) != 1 || fchmod(fd, mode) < 0 || fsync(fd) < 0)
+	if (off < len || write(fd, "\n", 1) != 1 || fchmod(fd, mode) < 0 || (durable && fsync(fd) < 0))
 		err = errno ? errno : EIO;
 	if (close(fd) < 0 && !err)
 		err = errno;
