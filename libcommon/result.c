@@ -275,9 +275,33 @@ result_count_deliverable_by(struct state *st, const struct binding *by, int64_t 
 	return 0;
 }
 
-/* 1 when b has a deliverable result that no unexpired claim holds, 0 when
- * not, -1 on error.  EXISTS stops at the first such row, and the rows it
- * passes over are claimed ones: a batch's worth at most. */
+/* 1 when one of b's deliverable results is claimed by a process that is
+ * gone (a pass takes such a claim over at once), 0 when not, -1 on error.
+ * Asked when every deliverable result is claimed: a few owners at most. */
+static int
+any_orphaned(struct state *st, const struct binding *b, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT DISTINCT claim_owner FROM results "
+	    "INDEXED BY results_deliverable WHERE incarnation = ?1 AND session_id = ?2 "
+	    "AND refused = 0 AND claim_owner IS NOT NULL LIMIT 64", e);
+	char owner[CLAIM_OWNER_MAX];
+	int rc, gone = 0;
+
+	if (!q)
+		return -1;
+	db_bind_binding(q, 1, b);
+	while (!gone && (rc = db_step(&st->db, q, e)) == 1) {
+		db_col_text(q, 0, owner, sizeof owner);
+		gone = !proc_id_alive(owner);
+	}
+	db_done(&st->db, q);
+	return gone ? 1 : rc < 0 ? -1 : 0;
+}
+
+/* 1 when b has a deliverable result that nobody is delivering: no claim,
+ * an expired one, or one whose owner is gone; 0 when not, -1 on error.
+ * EXISTS stops at the first unclaimed row, and the rows it passes over
+ * are claimed ones: a batch's worth at most. */
 static int
 any_unclaimed(struct state *st, const struct binding *b, int64_t now, struct ek_err *e)
 {
@@ -293,7 +317,7 @@ any_unclaimed(struct state *st, const struct binding *b, int64_t now, struct ek_
 	if ((rc = db_step(&st->db, q, e)) == 1)
 		rc = sqlite3_column_int(q, 0) != 0;
 	db_done(&st->db, q);
-	return rc;
+	return rc == 0 ? any_orphaned(st, b, e) : rc;
 }
 
 int

@@ -93,9 +93,9 @@ int result_count_deliverable_by(struct state *st, const struct binding *by, int6
     struct ek_err *e);
 
 /* *any: is there a result the session `by` may deliver (as
- * result_count_deliverable_by) that no unexpired claim holds?  What a
- * heartbeat's reconcile-due asks: a result its supervisor is delivering
- * is not due for a pass. */
+ * result_count_deliverable_by) that nobody is delivering: unclaimed, or
+ * its claim expired or its owner gone?  What a heartbeat's reconcile-due
+ * asks: a result its supervisor is delivering is not due for a pass. */
 int result_any_unclaimed_by(struct state *st, const struct binding *by, bool *any,
     struct ek_err *e);
 

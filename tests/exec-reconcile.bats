@@ -583,7 +583,10 @@ stopped() { grep -q '^State:[[:space:]]*T' "/proc/$1/status" 2>/dev/null; }
 @test "the result of a supervisor killed after choosing is due at once for a pass, and delivered once" {
 	ready gone
 	EXEC_CRASH_AT=retained exec-run supervise gone >/dev/null 2>&1 3>&- || true
-	[ "$(sql "SELECT attempts, claim_owner IS NOT NULL FROM results WHERE run_id = 'gone'")" = "0|1" ]
+	# its claim has seconds to run, but its owner is gone
+	[ "$(sql "SELECT attempts, claim_owner IS NOT NULL, claim_until > strftime('%s','now') * 1000 + 1000 FROM results WHERE run_id = 'gone'")" = "0|1|1" ]
+	run exec-session heartbeat
+	assert_output reconcile-due
 	run exec-reconcile
 	assert_success
 	[ "$(disp_charges gone)" = 1 ]
