@@ -149,7 +149,7 @@ show_progress(struct state *st, const struct binding *b, struct progress *pg, in
 
 	if (!pg->on)
 		return;
-	if (result_count_deliverable_by(st, b, &left, &e) < 0)
+	if (result_deliverable_by(st, b, &left, NULL, &e) < 0)
 		left = -1;
 	snprintf(extra, sizeof extra, "%d refused, %d waiting, pass %d", refused, waiting, passes);
 	if (left >= 0)

@@ -267,8 +267,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	/* due: a result waits that nobody is delivering (its supervisor
 	 * delivers its own, claimed from the moment it was chosen) */
 	if (rc < 0 || record_beat(st, &s, deadline, e) < 0 ||
-	    result_count_deliverable_by(st, &s.b, &n, e) < 0 ||
-	    result_any_unclaimed_by(st, &s.b, &due, e) < 0)
+	    result_deliverable_by(st, &s.b, &n, &due, e) < 0)
 		return -1;
 	/* a Retry-After the dispatcher gave: how long no pass should start */
 	hold = s.retry_after_at > now_ms() ? s.retry_after_at - now_ms() : 0;

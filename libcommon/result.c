@@ -158,15 +158,20 @@ exec_in(struct state *st, sqlite3_stmt *q, struct ek_err *e)
 	return db_exec_stmt(&st->db, q, e) < 0 ? -1 : sqlite3_changes(st->db.h);
 }
 
+/* A claim stands while its owner lives and has not overrun its expiry. */
+static bool
+claim_stands(const char *owner, int64_t until, int64_t now)
+{
+	return owner[0] && until > now && proc_id_alive(owner);
+}
+
 int
 result_claim_in(struct state *st, const struct result *r, const char *owner, int64_t until,
     struct ek_err *e)
 {
 	sqlite3_stmt *q;
 
-	/* A claim stands while its owner lives and has not overrun its expiry. */
-	if (r->claim_owner[0] && strcmp(r->claim_owner, owner) != 0 &&
-	    r->claim_until > now_ms() && proc_id_alive(r->claim_owner))
+	if (strcmp(r->claim_owner, owner) != 0 && claim_stands(r->claim_owner, r->claim_until, now_ms()))
 		return 0;
 	if (!(q = db_prep(&st->db, "UPDATE results SET claim_owner = ?1, claim_until = ?2 "
 	    "WHERE run_id = ?3", e)))
@@ -256,52 +261,33 @@ result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, 
 	    "WHERE incarnation = ?1 AND session_id = ?2 AND refused = 0", b, n, e);
 }
 
-int
-result_count_deliverable_by(struct state *st, const struct binding *by, int64_t *n,
-    struct ek_err *e)
-{
-	struct binding adopted[RESULT_ADOPTED_MAX];
-	int64_t one;
-	int i, k;
-
-	if (result_count_deliverable(st, by, n, e) < 0 ||
-	    session_adopted(st, by, adopted, RESULT_ADOPTED_MAX, &k, e) < 0)
-		return -1;
-	for (i = 0; i < k; i++) {
-		if (result_count_deliverable(st, &adopted[i], &one, e) < 0)
-			return -1;
-		*n += one;
-	}
-	return 0;
-}
-
 /* 1 when one of b's deliverable results is claimed by a process that is
  * gone (a pass takes such a claim over at once), 0 when not, -1 on error.
  * Asked when every deliverable result is claimed: a few owners at most. */
 static int
-any_orphaned(struct state *st, const struct binding *b, struct ek_err *e)
+any_fallen_claim(struct state *st, const struct binding *b, int64_t now, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT DISTINCT claim_owner FROM results "
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT claim_owner, max(claim_until) FROM results "
 	    "INDEXED BY results_deliverable WHERE incarnation = ?1 AND session_id = ?2 "
-	    "AND refused = 0 AND claim_owner IS NOT NULL LIMIT 64", e);
+	    "AND refused = 0 AND claim_owner IS NOT NULL GROUP BY claim_owner LIMIT 64", e);
 	char owner[CLAIM_OWNER_MAX];
-	int rc, gone = 0;
+	int rc, fallen = 0;
 
 	if (!q)
 		return -1;
 	db_bind_binding(q, 1, b);
-	while (!gone && (rc = db_step(&st->db, q, e)) == 1) {
+	while (!fallen && (rc = db_step(&st->db, q, e)) == 1) {
 		db_col_text(q, 0, owner, sizeof owner);
-		gone = !proc_id_alive(owner);
+		fallen = !claim_stands(owner, sqlite3_column_int64(q, 1), now);
 	}
 	db_done(&st->db, q);
-	return gone ? 1 : rc < 0 ? -1 : 0;
+	return fallen ? 1 : rc < 0 ? -1 : 0;
 }
 
 /* 1 when b has a deliverable result that nobody is delivering: no claim,
- * an expired one, or one whose owner is gone; 0 when not, -1 on error.
- * EXISTS stops at the first unclaimed row, and the rows it passes over
- * are claimed ones: a batch's worth at most. */
+ * or one that no longer stands; 0 when not, -1 on error.  EXISTS stops at
+ * the first unclaimed row, and the rows it passes over are claimed ones: a
+ * batch's worth at most. */
 static int
 any_unclaimed(struct state *st, const struct binding *b, int64_t now, struct ek_err *e)
 {
@@ -317,25 +303,29 @@ any_unclaimed(struct state *st, const struct binding *b, int64_t now, struct ek_
 	if ((rc = db_step(&st->db, q, e)) == 1)
 		rc = sqlite3_column_int(q, 0) != 0;
 	db_done(&st->db, q);
-	return rc == 0 ? any_orphaned(st, b, e) : rc;
+	return rc == 0 ? any_fallen_claim(st, b, now, e) : rc;
 }
 
 int
-result_any_unclaimed_by(struct state *st, const struct binding *by, bool *any, struct ek_err *e)
+result_deliverable_by(struct state *st, const struct binding *by, int64_t *n, bool *due,
+    struct ek_err *e)
 {
-	struct binding adopted[RESULT_ADOPTED_MAX];
-	int64_t now = now_ms();
-	int i, k, rc;
+	struct binding v[RESULT_ADOPTED_MAX + 1];
+	int64_t one, now = now_ms();
+	int i, k, rc = 0;
 
-	if ((rc = any_unclaimed(st, by, now, e)) < 0)
+	v[0] = *by;
+	if (session_adopted(st, by, v + 1, RESULT_ADOPTED_MAX, &k, e) < 0)
 		return -1;
-	if (rc == 0) {
-		if (session_adopted(st, by, adopted, RESULT_ADOPTED_MAX, &k, e) < 0)
+	*n = 0;
+	for (i = 0; i <= k; i++) {
+		if (result_count_deliverable(st, &v[i], &one, e) < 0)
 			return -1;
-		for (i = 0; i < k && rc == 0; i++)
-			if ((rc = any_unclaimed(st, &adopted[i], now, e)) < 0)
-				return -1;
+		*n += one;
+		if (due && rc == 0 && one > 0 && (rc = any_unclaimed(st, &v[i], now, e)) < 0)
+			return -1;
 	}
-	*any = rc == 1;
+	if (due)
+		*due = rc == 1;
 	return 0;
 }

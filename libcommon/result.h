@@ -86,17 +86,14 @@ int result_note_in(struct state *st, const char *run_id, const char *refused_cau
  * may deliver b's results). */
 int result_count_deliverable(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e);
 
-/* How many results the session `by` may deliver: its own and those of the
- * sessions it adopted, not refused.  Index range counts only, so the cost
- * does not grow with undeliverable rows (a heartbeat asks every second). */
-int result_count_deliverable_by(struct state *st, const struct binding *by, int64_t *n,
-    struct ek_err *e);
-
-/* *any: is there a result the session `by` may deliver (as
- * result_count_deliverable_by) that nobody is delivering: unclaimed, or
- * its claim expired or its owner gone?  What a heartbeat's reconcile-due
- * asks: a result its supervisor is delivering is not due for a pass. */
-int result_any_unclaimed_by(struct state *st, const struct binding *by, bool *any,
+/* *n: how many results the session `by` may deliver: its own and those of
+ * the sessions it adopted, not refused.  Index range counts, so the cost
+ * does not grow with undeliverable rows (a heartbeat asks every second).
+ * *due (unless due is NULL): is one of them waiting that nobody is
+ * delivering (unclaimed, or its claim expired or its owner gone)?  What a
+ * heartbeat's reconcile-due asks: a result its supervisor is delivering
+ * is not due for a pass. */
+int result_deliverable_by(struct state *st, const struct binding *by, int64_t *n, bool *due,
     struct ek_err *e);
 
 /* A receipt exists for run_id: 1 yes, 0 no, -1 error. */
