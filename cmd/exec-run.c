@@ -337,6 +337,9 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 
 	stopsig_catch();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
+	/* Its stdout is a log other supervisors write to as well: a line a
+	 * write, so that lines arrive whole and when they happen. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o->log_stamps)
 		svlog_stamp_lines();
 	/* First how its guest is kept out of the state directory: a supervisor
@@ -344,8 +347,14 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
 		return -1;
 	say_isolation(&iso, o->run_id);
-	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
-		return rc < 0 ? -1 : ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
+	if ((rc = run_load(st, o->run_id, &r, e)) < 0)
+		return -1;
+	/* Gone since its starter chose it: a chaining supervisor ran it and
+	 * reported it first.  The starter counts it as not started. */
+	if (rc == 0 && o->ready_fd >= 0)
+		return close((int)o->ready_fd), 0;
+	if (rc == 0)
+		return ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
 	/* Its commits are in the WAL, synced: closing need not checkpoint. */
 	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	chain_hold_cancels(true);
@@ -790,6 +799,7 @@ main(int argc, char **argv)
 		ek_fail(&e, EK_OSERR, "prctl PR_SET_DUMPABLE: %s", strerror(errno));
 		return ek_report(PROG, &e);
 	}
+	proc_keep_heap();
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
 	rc = o.cmd->run(&st, &o, &e);

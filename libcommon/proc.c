@@ -1,4 +1,5 @@
 /* proc — see proc.h. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +57,13 @@ proc_id_alive(const char *id)
 	if (!id || sscanf(id, "%lld:%lld", &pid, &start) != 2)
 		return false;
 	return proc_alive((pid_t)pid, start);
+}
+
+void
+proc_keep_heap(void)
+{
+	/* (a sanitizer's allocator ignores these) */
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
+	mallopt(M_MMAP_THRESHOLD, 16 << 20);
+	mallopt(M_TOP_PAD, 4 << 20);
 }

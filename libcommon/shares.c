@@ -354,30 +354,33 @@ pubs_build(const struct state *st, const struct rows *r, size_t *npubs)
 }
 
 /* Rewrite run_id's limits file with body, atomically (state.h), and its
- * copy in the guest's view where it has one (isolate.h): readable by
- * whoever may search the view directory.  0, or -1 (e filled). */
+ * name in the guest's view where it has one (isolate.h): one file under
+ * both names, readable by whoever may search the view directory (out/
+ * itself lets nobody else in).  0, or -1 (e filled). */
 static int
 write_limits(const struct state *st, const char *run_id, const char *body, struct ek_err *e)
 {
-	char name[NAME_MAX + 16], out[PATH_MAX];
+	char name[NAME_MAX + 16], out[PATH_MAX], view[NAME_MAX + 16], vpath[PATH_MAX];
+	mode_t mode = 0600;
 	struct stat sb;
 	int fd, rc;
 
 	if (snprintf(name, sizeof name, "%s.limits", run_id) >= (int)sizeof name ||
-	    state_path(st, "out", out, sizeof out) < 0)
+	    state_path(st, "out", out, sizeof out) < 0 || isolate_view_name(run_id, view, sizeof view) < 0 ||
+	    state_path(st, view, vpath, sizeof vpath) < 0)
 		return ek_fail(e, EK_SOFTWARE, "path too long");
 	if (st->out_fd < 0)
 		return ek_fail(e, EK_CANTCREAT, "no directory '%s'", out);
-	if (state_write_atomic_at(st->out_fd, out, name, body, 0600, false, e) < 0)
+	if ((fd = state_open_dir(st, view, e)) < 0 && errno != ENOENT)
 		return -1;
-	if (isolate_view_name(run_id, out, sizeof out) < 0)
-		return ek_fail(e, EK_SOFTWARE, "path too long");
-	if ((fd = state_open_dir(st, out, e)) < 0)
-		return errno == ENOENT ? 0 : -1;
-	rc = fstat(fd, &sb);
-	if (rc == 0 && state_path(st, out, out, sizeof out) == 0)
-		rc = state_write_atomic_at(fd, out, name, body, sb.st_mode & 0011 ? 0644 : 0600, false, e);
-	close(fd);
+	if (fd >= 0 && fstat(fd, &sb) == 0 && (sb.st_mode & 0011))
+		mode = 0644;
+	rc = state_write_atomic_at(st->out_fd, out, name, body, mode, false, e);
+	if (rc == 0 && fd >= 0 && state_link_atomic_at(st->out_fd, fd, vpath, name, e) < 0 &&
+	    errno != ENOENT)
+		rc = -1;
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 

@@ -83,6 +83,16 @@ int state_unlink(const struct state *st, const char *name);
 int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
     mode_t mode, bool durable, struct ek_err *e);
 
+/* Replace BASE in directory TO_FD (TO_PATH names it in messages) with a
+ * second link to file BASE of directory FROM_FD, atomically: a link
+ * BASE.tmp (one left there is removed first), renamed over BASE.  The
+ * same file under two names costs one inode, not two (on ext4 without a
+ * journal, a new inode is what a new file costs most).  The caller keeps
+ * FROM_FD's BASE from being replaced meanwhile.  0, or -1 (errno set; e
+ * filled unless errno is ENOENT: TO_FD was removed). */
+int state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *base,
+    struct ek_err *e);
+
 enum { STATE_KEY_HEX = 64 };
 
 /* The executor's key (schema step 9): 64 hex digits and a NUL into out

@@ -21,6 +21,7 @@ note_drains() {
 	for t in exec-session exec-accept exec-run exec-report exec-inspect exec-shares exec-loop; do
 		ln -s "$(command -v "$t")" "$LOOP_BIN/$t"
 	done
+	# shellcheck disable=SC2016 # the wrapper's own words, expanded when it runs
 	printf '#!/bin/sh\ncase " $* " in *" --drain "*) echo "$PPID" >>"%s/drains" ;; esac\nexec "%s" "$@"\n' \
 		"$BATS_TEST_TMPDIR" "$(command -v exec-reconcile)" >"$LOOP_BIN/exec-reconcile"
 	chmod +x "$LOOP_BIN/exec-reconcile"

@@ -471,6 +471,24 @@ gate() {
 	[ "$(sql "SELECT state FROM runs WHERE run_id='q1'")" = queued ]
 }
 
+@test "a starter's supervisor whose run a chaining one already ran and reported says nothing" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec q1)"
+	exec-run start --wait >/dev/null
+	[ "$(sql "SELECT count(*) FROM runs WHERE run_id='q1'")" = 0 ]   # reported, its row gone
+	# the starter chose q1 while it was queued; its supervisor comes late
+	run exec-run --chain --slots 1 supervise --ready-fd 3 q1 3>"$BATS_TEST_TMPDIR/ready"
+	assert_success
+	assert_output ""
+	[ ! -s "$BATS_TEST_TMPDIR/ready" ]
+	# asked by hand, the same is an error
+	run exec-run supervise q1
+	[ "$status" -eq "$EK_NOINPUT" ]
+	assert_output --partial "run 'q1': no execution row"
+	[ "$(disp_charges q1)" = 1 ]
+}
+
 @test "exec-run wait ends the chains: what is still queued stays queued" {
 	start_dispatcher
 	open_session
@@ -543,6 +561,22 @@ gate() {
 	[ "$(stat -c %s "$EXEC_STATE_DIR/out/supervisors.log")" -lt 4096 ]
 	run cat "$EXEC_STATE_DIR/out/supervisors.log"
 	assert_line --regexp "^$TS d2 exited 0: delivered "
+}
+
+@test "a chaining supervisor's lines reach its log as they happen, whole" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec c1)" "$(gate c2)"
+	exec-run start --chain --slots 1 --log-fd 5 5>"$BATS_TEST_TMPDIR/log" >/dev/null
+	# c2 runs in the supervisor that ran c1, which lives on: what it said of
+	# c1, and of starting c2, is in the log already (not in a buffer)
+	wait_until '[ -n "$(sql "SELECT guest_pid FROM runs WHERE run_id = '"'c2'"'")" ]'
+	run cat "$BATS_TEST_TMPDIR/log"
+	assert_line --regexp "^$TS c1 exited 0: delivered \(1 attempt\): "
+	assert_line --regexp "^$TS started c2 \(chained\)$"
+	touch "$BATS_TEST_TMPDIR/open-c2"
+	wait_until 'grep -q "c2 exited 0" "$BATS_TEST_TMPDIR/log"'
+	[ "$(disp_charges c1) $(disp_charges c2)" = "1 1" ]
 }
 
 @test "start --log-fd N: the detached supervisors write to descriptor N instead (exec-loop's log)" {
