@@ -337,9 +337,10 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 
 	stopsig_catch();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
-	/* Its stdout is a log other supervisors write to as well: a line a
-	 * write, so that lines arrive whole and when they happen. */
+	/* Its stdout and stderr are a log other supervisors write to as well:
+	 * a line a write, so that lines arrive whole and when they happen. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (o->log_stamps)
 		svlog_stamp_lines();
 	/* First how its guest is kept out of the state directory: a supervisor

@@ -25,8 +25,8 @@ bool proc_id_alive(const char *id);
 /* Keep the heap this process frees mapped, for reuse, instead of handing
  * it back at once.  A supervisor forks a guest for every run: after each
  * fork, heap pages given back and taken again fault anew (and giving
- * them back flushes other CPUs' TLBs), which on a virtual machine where a
- * fault traps to the hypervisor cost it about a tenth of its time. */
+ * them back flushes other CPUs' TLBs): on a virtual machine where a fault
+ * traps to the hypervisor, that cost it several percent of its time. */
 void proc_keep_heap(void);
 
 #endif
