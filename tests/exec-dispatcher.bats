@@ -180,8 +180,10 @@ default_dispatcher() {
 	[[ $code == 403 && $(field error) == executor_key_mismatch ]]
 	api POST /v1/sessions "{\"executor_id\":\"$XID\",\"executor_key\":\"$XID2$XID2\"}"
 	[[ $code == 403 && $(field error) == executor_key_mismatch ]]
+	# the refusals made no session (counted whatever their status: at the
+	# default lease, a slow machine may see the one there expire meanwhile)
 	api GET /admin/sessions
-	[[ $(grep -o '"status":"current"' <<<"$body" | wc -l) == 1 ]]   # the refusals changed nothing
+	[[ $(grep -o '"session_id":' <<<"$body" | wc -l) == 1 && $body == *"\"$SID\""* ]]
 	negotiate
 }
 
@@ -244,12 +246,14 @@ default_dispatcher() {
 	stop_dispatcher
 	disp_start "$BATS_TEST_TMPDIR" --quiet --lease-ms 1500
 	negotiate
-	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
-	[[ $code == 200 && $(num lease_ms) == 1500 ]]
+	[[ $(num lease_ms) == 1500 ]]
+	# (a loaded machine may let the lease run out before the first heartbeat:
+	# that is the same ending)
 	local i
 	for ((i = 0; i < 10; i++)); do
 		api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 		[[ $code == 200 ]] || break
+		[[ $(num lease_ms) == 1500 ]]
 		sleep 1.6    # longer than the lease: the next heartbeat is too late
 	done
 	[[ $code == 410 && $(field status) == expired ]]
