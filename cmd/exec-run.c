@@ -206,28 +206,6 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
 	return 0;
 }
 
-/* Once its guest has run, what the supervisor writes must not be lost:
- * should the write that failed with e be tried again?  When another
- * process holds the write lock, or the disk is full (then the reserve is
- * given back first: reserve.h), after a pause, with one line about every
- * 5 s of waiting (db_wait). */
-static bool
-wait_to_retry(struct state *st, struct db_wait *w, const char *run_id, const char *what,
-    const struct ek_err *e)
-{
-	bool full = st->db.full, say_now;
-
-	if (!db_wait_again(&st->db, w, &say_now))
-		return false;
-	if (full && reserve_release(st))
-		svlog_say(PROG, "run '%s': the disk is full: released the state's reserve for its %s",
-		    run_id, what);
-	if (say_now)
-		svlog_say(PROG, "run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
-		    "the write lock", (long long)(w->waited_ms / 1000), e->msg);
-	return true;
-}
-
 /* Choose, retain, deliver, delete the execution row.  Lock contention
  * only delays the commit of the chosen result, however long it lasts: the
  * run never becomes unknown for it (SPEC 3, "a chosen result is never
@@ -251,7 +229,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
 	    msg, o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e) < 0)
-		if (!wait_to_retry(st, &w, r->run_id, "result", e))
+		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
 			return -1;
 	if (run_commits(st, RUN_LAZY, e) < 0)   /* until the row delete syncs them */
 		ek_clear(e);
@@ -261,7 +239,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 		undelivered = *e;
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || run_delete(st, r->run_id, e) < 0)
-		if (!wait_to_retry(st, &w, r->run_id, "deleting the execution row", e))
+		if (!svlog_wait_again(st, &w, PROG, r->run_id, "deleting the execution row", e))
 			return -1;
 	crash_point("after-report");
 	if (undelivered.code) {
@@ -348,14 +326,11 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
 		return -1;
 	say_isolation(&iso, o->run_id);
-	if ((rc = run_load(st, o->run_id, &r, e)) < 0)
-		return -1;
-	/* Gone since its starter chose it: a chaining supervisor ran it and
-	 * reported it first.  The starter counts it as not started. */
-	if (rc == 0 && o->ready_fd >= 0)
-		return close((int)o->ready_fd), 0;
-	if (rc == 0)
-		return ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
+	/* A row gone since its starter chose the run: a chaining supervisor
+	 * ran and reported it first (the starter counts it as not started). */
+	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
+		return rc < 0 ? -1 : o->ready_fd >= 0 ? (close((int)o->ready_fd), 0) :
+		    ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
 	/* Its commits are in the WAL, synced: closing need not checkpoint. */
 	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	chain_hold_cancels(true);

@@ -1,5 +1,5 @@
 /*
- * proc — process identity.  A pid alone is not an identity (pids are
+ * proc — process identity, and a process's own heap.  A pid alone is not an identity (pids are
  * reused), so a supervisor is named by (pid, start time in clock ticks
  * since boot, field 22 of /proc/PID/stat).
  */

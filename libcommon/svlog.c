@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "reserve.h"
 #include "svlog.h"
 
 static bool stamping;
@@ -91,4 +92,21 @@ svlog_say(const char *prog, const char *fmt, ...)
 	va_end(ap);
 	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), prog, line) < 0 || fflush(stderr) != 0)
 		syslog(LOG_ERR, "%s", line);
+}
+
+bool
+svlog_wait_again(struct state *st, struct db_wait *w, const char *prog, const char *run_id,
+    const char *what, const struct ek_err *e)
+{
+	bool full = st->db.full, say_now;
+
+	if (!db_wait_again(&st->db, w, &say_now))
+		return false;
+	if (full && reserve_release(st))
+		svlog_say(prog, "run '%s': the disk is full: released the state's reserve for its %s",
+		    run_id, what);
+	if (say_now)
+		svlog_say(prog, "run '%s': %s waits for %s (%lld s): %s", run_id, what, full ? "disk space" :
+		    "the write lock", (long long)(w->waited_ms / 1000), e->msg);
+	return true;
 }

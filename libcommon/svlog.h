@@ -37,4 +37,12 @@ const char *svlog_prefix(void);
  * fails — a full disk must not silence the line that says the disk is full. */
 void svlog_say(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Once its guest has run, what a supervisor writes must not be lost:
+ * should the write of WHAT for run_id that failed with e be tried again?
+ * When another process holds the write lock, or the disk is full (then the
+ * state's reserve is given back first: reserve.h), after a pause, with one
+ * line about every 5 s of waiting (db_wait_again). */
+bool svlog_wait_again(struct state *st, struct db_wait *w, const char *prog, const char *run_id,
+    const char *what, const struct ek_err *e);
+
 #endif
