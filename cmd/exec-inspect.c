@@ -709,8 +709,7 @@ main(int argc, char **argv)
 		    RUN_ID_MAX);
 		return ek_report(PROG, &e);
 	}
-	if (inspect_wait_readable(cli_state_dir(o.state_dir), deadline, &e) < 0 ||
-	    state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
+	if (state_open_within(&st, cli_state_dir(o.state_dir), 0, deadline - mono_ms(), &e) < 0)
 		return ek_report(PROG, &e);
 	o.relay = &r;
 	rc = o.cmd->run == cmd_relay ? relay_begin(&st, &r, &e) : 0;

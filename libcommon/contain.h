@@ -48,15 +48,18 @@ int contain_subreaper(struct ek_err *e);
  * says why it is not available here). */
 int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e);
 
-/* fork(), the child born in c's cgroup when c has one and the kernel can
- * (clone3 CLONE_INTO_CGROUP, Linux 5.7): *born_in is then true.  Else a
- * plain fork(), and the caller moves the child with contain_cgroup_enter().
- * Why not always move it: writing cgroup.procs waits for an RCU grace
- * period, 10 to 20 ms a guest, most of a short run's cost.  The caller is
- * single-threaded, and the child, as after vfork(), only makes system
- * calls and execs: glibc's own fork handlers did not run for it (its
- * cached thread id is the parent's, so no raise() or pthread_* there). */
-pid_t contain_fork(const struct contain *c, bool *born_in);
+/* Start fn(arg) in a new process, born in c's cgroup when c has one: its
+ * pid, or -1 (errno).  fn must not return, and it runs with every signal
+ * blocked and our handlers still set.  Where it can (x86-64, Linux 5.7), the
+ * child shares our memory until it execs or exits, and we wait for that
+ * (clone3 CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP): no page table is
+ * copied, and we take no copy-on-write fault after it.  So fn only makes
+ * system calls, writes nothing of ours but errno and what its caller puts
+ * back, and then execs or _exits.  Else a copy of us runs fn, born in the
+ * cgroup or, on an older kernel, moved there before fn runs (writing
+ * cgroup.procs waits for an RCU grace period, 10 to 20 ms a guest): if that
+ * move fails, warn says why and c is empty. */
+pid_t contain_spawn(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn);
 
 /* Move process pid into c's cgroup: 0, or -1 (e filled; the cgroup is
  * removed and c is empty). */

@@ -121,52 +121,54 @@ struct child_view {
 	int fd;
 };
 
-/* In the child: never returns.  Reports a failure through fail; with a
- * cgroup, waits for the end of go (the parent has moved it in). */
+/* What the child needs, in the parent's memory. */
+struct child_args {
+	const struct guest_spec *gs;
+	char **argv, **envp;
+	int out, err, fail;
+	const struct child_view *view;
+};
+
+/* In the child: never returns.  Reports a failure through a->fail.  It may
+ * share our memory (contain_spawn): system calls only, and the environ it
+ * sets for execvp is put back by guest_spawn. */
 static void
-child(const struct guest_spec *gs, char **argv, char **envp, int out, int err, int fail, int go[2],
-    const struct child_view *view)
+child(void *arg)
 {
+	const struct child_args *a = arg;
 	struct child_fail f = { 0, 0 };
 	sigset_t none;
-	int null = open("/dev/null", O_RDONLY);
-	int sig;
-	char c;
+	int null, sig;
 
-	setpgid(0, 0);
-	if (go[0] >= 0) {
-		close(go[1]);
-		while (read(go[0], &c, 1) < 0 && errno == EINTR)
-			;
-	}
-	/* The guest inherits stdin, stdout and stderr only (and, isolated as
-	 * user, the descriptor of its view: isolate_enter keeps it). */
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	umask(gs->umask);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+	setpgid(0, 0);
+	null = open("/dev/null", O_RDONLY);
+	/* The guest inherits stdin, stdout and stderr only (and, isolated as
+	 * user, the descriptor of its view: isolate_enter keeps it). */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	umask(a->gs->umask);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
 		goto fail;
-	if (isolate_enter(gs->iso, gs->st->dir, view->path, view->fd, &f.step) < 0)
+	if (isolate_enter(a->gs->iso, a->gs->st->dir, a->view->path, a->view->fd, &f.step) < 0)
 		goto fail;
-	if (chdir(gs->cwd ? gs->cwd : "/") < 0)
+	if (chdir(a->gs->cwd ? a->gs->cwd : "/") < 0)
 		goto fail;
-	environ = envp;
-	execvp(argv[0], argv);
+	environ = a->envp;
+	execvp(a->argv[0], a->argv);
 fail:
 	f.err = errno;
-	if (write(fail, &f, sizeof f) < 0)
+	if (write(a->fail, &f, sizeof f) < 0)
 		_exit(126);
 	_exit(f.err == ENOENT || f.err == ENOTDIR ? 127 : 126);
 }
 
 static int
-make_pipes(int out[2], int err[2], int fail[2], int go[2], bool need_go, struct ek_err *e)
+make_pipes(int out[2], int err[2], int fail[2], struct ek_err *e)
 {
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0 ||
-	    (need_go && pipe2(go, O_CLOEXEC) < 0))
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0)
 		return ek_fail(e, EK_OSERR, "pipe: %s", strerror(errno));
 	return 0;
 }
@@ -202,16 +204,6 @@ contain_prepare(const struct guest_spec *gs, struct guest *g)
 		warn(g, "%s: descendants that leave the guest's process group may outlive it", e.msg);
 	snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
 	if (contain_cgroup_create(&g->cg, name, &e) < 0)
-		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
-}
-
-/* After the fork, before the guest runs: move it into its cgroup. */
-static void
-contain_enter(struct guest *g)
-{
-	struct ek_err e = { 0 };
-
-	if (g->cg.dir_fd >= 0 && contain_cgroup_enter(&g->cg, g->pid, &e) < 0)
 		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
 }
 
@@ -301,11 +293,11 @@ not_isolated(const struct guest_spec *gs, struct guest *g, int err, int step, st
 int
 guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 {
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 }, go[2] = { -1, -1 };
-	char **argv = build_argv(gs), **envp = NULL, limits[PATH_MAX];
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 };
+	char **argv = build_argv(gs), **envp = NULL, **our_env = environ, limits[PATH_MAX];
 	struct child_view view;
-	struct ek_err ignored;
-	bool born_in;
+	struct child_args args;
+	struct ek_err ignored, moved = { 0 };
 	int rc, step;
 
 	memset(g, 0, sizeof *g);
@@ -326,21 +318,18 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	if (state_check_free(gs->st, gs->out_name, e) < 0 || state_check_free(gs->st, gs->err_name, e) < 0)
 		goto fail;
 	contain_prepare(gs, g);
-	if (make_pipes(out, err, fail, go, g->cg.dir_fd >= 0, e) < 0)
+	if (make_pipes(out, err, fail, e) < 0)
 		goto fail;
-	if ((g->pid = contain_fork(&g->cg, &born_in)) < 0) {
+	args = (struct child_args){ gs, argv, envp, out[1], err[1], fail[1], &view };
+	g->pid = contain_spawn(&g->cg, child, &args, &moved);
+	environ = our_env;
+	if (g->pid < 0) {
 		ek_fail(e, EK_OSERR, "fork: %s", strerror(errno));
 		goto fail;
 	}
-	if (g->pid == 0)
-		child(gs, argv, envp, out[1], err[1], fail[1], go, &view);
-	setpgid(g->pid, g->pid);   /* also in the parent: no race with kill(-pid) */
-	if (go[1] >= 0) {
-		if (!born_in)
-			contain_enter(g);
-		close(go[0]);
-		close(go[1]);          /* the child goes on */
-	}
+	if (moved.code)
+		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", moved.msg);
+	setpgid(g->pid, g->pid);   /* a copy of us may not have run yet: no race with kill(-pid) */
 	close(out[1]);
 	close(err[1]);
 	close(fail[1]);
@@ -361,7 +350,6 @@ fail:
 		if (out[i] >= 0) close(out[i]);
 		if (err[i] >= 0) close(err[i]);
 		if (fail[i] >= 0) close(fail[i]);
-		if (go[i] >= 0) close(go[i]);
 	}
 	if (view.fd >= 0)
 		close(view.fd);

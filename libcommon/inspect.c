@@ -72,33 +72,6 @@ left_ms(int64_t deadline)
 }
 
 int
-inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e)
-{
-	char path[PATH_MAX];
-	struct stat sb;
-	sqlite3 *h = NULL;
-	int rc;
-
-	/* Anything but a regular file is left to state_open() to refuse. */
-	if (snprintf(path, sizeof path, "%s/state.db", dir) >= (int)sizeof path || lstat(path, &sb) < 0 ||
-	    !S_ISREG(sb.st_mode))
-		return 0;
-	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		sqlite3_close(h);
-		return 0;
-	}
-	sqlite3_db_config(h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	sqlite3_busy_timeout(h, left_ms(deadline));
-	/* Takes the shared lock and reads the header, parsing no schema:
-	 * state_open() parses it once more, and that is most of a lookup. */
-	rc = sqlite3_exec(h, "PRAGMA schema_version", NULL, NULL, NULL) & 0xff;
-	sqlite3_close(h);
-	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
-		return ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up waiting for it", path);
-	return 0;
-}
-
-int
 inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct ek_err *e)
 {
 	sqlite3 *h = st->db.h;

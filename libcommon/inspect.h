@@ -41,12 +41,6 @@
 
 enum inspect_mode { INSPECT_VIEW, INSPECT_LOOKUP };
 
-/* Wait at most until the monotonic deadline (ms) for state.db in dir to be
- * readable, so that a process holding it exclusively costs the caller no
- * more than its own timeout.  EK_TEMPFAIL if it stays locked; any other
- * problem is left for state_open() to report (0). */
-int inspect_wait_readable(const char *dir, int64_t deadline, struct ek_err *e);
-
 /* Make st's connection read-only as described above; statements that wait
  * for a lock give up at the monotonic deadline (ms).  0 or -1. */
 int inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct ek_err *e);

@@ -246,15 +246,17 @@ enter_userns(const struct isolate *iso, const char *state_dir, const char *view,
 	return 0;
 }
 
-/* user: become the guest user, its groups included. */
+/* user: become the guest user, its groups included.  The system calls
+ * themselves: glibc's wrappers change every thread of a process that has
+ * several, and a child that shares our memory would change ours. */
 static int
 enter_user(const struct isolate *iso, int *step)
 {
-	if (setgroups((size_t)iso->ngroups, iso->groups) < 0)
+	if (syscall(SYS_setgroups, (size_t)iso->ngroups, iso->groups) < 0)
 		return at(step, S_SETGROUPS);
-	if (setresgid(iso->gid, iso->gid, iso->gid) < 0)
+	if (syscall(SYS_setresgid, iso->gid, iso->gid, iso->gid) < 0)
 		return at(step, S_SETGID);
-	if (setresuid(iso->uid, iso->uid, iso->uid) < 0)
+	if (syscall(SYS_setresuid, iso->uid, iso->uid, iso->uid) < 0)
 		return at(step, S_SETUID);
 	return 0;
 }

@@ -431,12 +431,13 @@ state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
 
 /* Look before touching: a file that is not ours is refused unchanged. */
 static int
-open_db(struct state *st, bool create, struct ek_err *e)
+open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 {
 	int app = 0, ver = 0, tables = 0;
 
 	if (db_open_untouched(&st->db, st->dbpath, create, e) < 0)
 		return -1;
+	db_busy_ms(&st->db, busy_ms);
 	st->db.keep = true;   /* the tools are single-threaded: statements are reused */
 	if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
 	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
@@ -455,6 +456,12 @@ open_db(struct state *st, bool create, struct ek_err *e)
 int
 state_open(struct state *st, const char *dir, int flags, struct ek_err *e)
 {
+	return state_open_within(st, dir, flags, DB_BUSY_TIMEOUT_MS, e);
+}
+
+int
+state_open_within(struct state *st, const char *dir, int flags, int64_t busy_ms, struct ek_err *e)
+{
 	bool create = flags & STATE_CREATE;
 
 	memset(st, 0, sizeof *st);
@@ -467,7 +474,7 @@ state_open(struct state *st, const char *dir, int flags, struct ek_err *e)
 		return -1;
 	if (check_dir(st, dir, e) < 0 || check_db_file(st, create, e) < 0 || open_out(st, create, e) < 0)
 		goto fail;
-	if (open_db(st, create, e) < 0)
+	if (open_db(st, create, busy_ms, e) < 0)
 		goto fail;
 	return 0;
 fail:

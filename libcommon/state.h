@@ -43,6 +43,11 @@ struct state {
 
 /* Open (and with STATE_CREATE, create) the state directory dir. */
 int state_open(struct state *st, const char *dir, int flags, struct ek_err *e);
+
+/* state_open(), its reads waiting at most busy_ms for a process that holds
+ * the database exclusively (EK_TEMPFAIL after that), where state_open()
+ * waits DB_BUSY_TIMEOUT_MS. */
+int state_open_within(struct state *st, const char *dir, int flags, int64_t busy_ms, struct ek_err *e);
 void state_close(struct state *st);
 
 /* path = dir/name; -1 if it does not fit.  For messages and for what a
