@@ -445,7 +445,11 @@ peer_round() {   # NAME COMMAND TOOL
 
 # Syncs of the supervisor path per run: N runs started at once by one
 # exec-run start, every supervisor followed by strace -f; the fdatasync and
-# fsync calls on the state database and its WAL, and on any file.
+# fsync calls on the state database and its WAL, and on any file.  Of
+# those, the durable commits: the supervisors' syncs of the WAL, less the
+# one that opens a checkpoint (a WAL sync followed, in the same process,
+# by a sync of the database file).  The checkpoints (one each time the WAL
+# has grown past 256 KiB) and the starter's own commits are counted apart.
 loop_syncs() {
 	local n=20 s=$d/strace
 	mkdir -p "$s"
@@ -453,10 +457,17 @@ loop_syncs() {
 	submit_runs strace "$n"
 	EXEC_STATE_DIR=$s/state "$B/exec-accept" --from-dispatcher --prefetch "$n" >/dev/null ||
 		die "exec-accept for the strace runs failed"
-	EXEC_STATE_DIR=$s/state strace -f -y -e trace=fdatasync,fsync -o "$s/trace" \
+	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync -o "$s/trace" \
 		"$B/exec-run" start --confirmed --slots "$n" >/dev/null || die "exec-run start under strace failed"
 	db_syncs=$(calc '%.2f' "$(grep -cE 'sync\([0-9]+<[^>]*/state\.db(-wal)?>' "$s/trace") / $n")
 	all_syncs=$(calc '%.2f' "$(grep -cE 'sync\(' "$s/trace") / $n")
+	read -r commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
+		$2 ~ /^execve\(/ { if (!starter) starter = $1; next }
+		$2 !~ /sync\([0-9]+<.*\/state\.db(-wal)?>/ { next }
+		$1 == starter { own++; next }
+		$2 ~ /-wal>/ { commits++; wal[$1] = 1; next }
+		{ ckpt++; if (wal[$1]) { commits--; ckpt++ }; wal[$1] = 0 }
+		END { printf "%.2f %.2f %.2f\n", commits / n, ckpt / n, own / n }' "$s/trace")
 }
 
 # Latency of an idle loop: one run submitted (program /bin/sleep 0.3, so
@@ -537,7 +548,9 @@ bench_loop_e2e() {
 		row "loop-e2e: one file created in the states' directory vs tmpfs (/dev/shm)" "$o us" "$f us" "$(ratio "$o" "$f")" "-"
 	fi
 	loop_syncs
-	row "loop-e2e: supervisor fsync+fdatasync per run, state db+WAL (all files)" "$db_syncs ($all_syncs)" "0" "-" "<= 3"
+	row "loop-e2e: supervisor fsync+fdatasync per run, state db+WAL (all files)" "$db_syncs ($all_syncs)" "0" "-" "-"
+	row "loop-e2e: of those, supervisors' durable commits per run" "$commits" "0" "-" "<= 3"
+	row "loop-e2e: of those, checkpoints' syncs; the starter's, per run" "$ckpt_syncs; $starter_syncs" "0" "-" "-"
 	loop_latency
 	row "loop-e2e: idle loop (default --tick 1), submit -> start marker" "$(median "$d/latency.ms") ms" "-" "-" "<= 50 ms"
 }
