@@ -216,6 +216,8 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
  * child that shares our memory must not return through our stack frames
  * (glibc exports no clone3 wrapper).  Left out under AddressSanitizer:
  * its checks do not follow a change of stack. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 long ek_clone3(struct clone_args *args, size_t size, void (*fn)(void *), void *arg);
 __asm__(".text\n"
 	".globl ek_clone3\n"
@@ -224,7 +226,7 @@ __asm__(".text\n"
 	"ek_clone3:\n"
 	"	mov %rdx, %r8\n"
 	"	mov %rcx, %r9\n"
-	"	mov $435, %eax\n"    /* SYS_clone3 */
+	"	mov $" STR(SYS_clone3) ", %eax\n"
 	"	syscall\n"
 	"	test %rax, %rax\n"
 	"	jnz 1f\n"
@@ -232,7 +234,7 @@ __asm__(".text\n"
 	"	mov %r9, %rdi\n"
 	"	call *%r8\n"
 	"	mov $127, %edi\n"
-	"	mov $60, %eax\n"     /* SYS_exit */
+	"	mov $" STR(SYS_exit) ", %eax\n"
 	"	syscall\n"
 	"	hlt\n"
 	"1:	ret\n"
