@@ -442,7 +442,8 @@ open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 	if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
 	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
 	    pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
-		return -1;
+		return st->db.busy ? ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up "
+		    "waiting for it after %lld ms", st->dbpath, (long long)st->db.busy_ms) : -1;
 	if (app == 0 && ver == 0 && tables == 0 && create)
 		return db_configure(&st->db, e) < 0 ? -1 : create_schema(st, e);
 	if (app != EK_APPLICATION_ID)

@@ -166,6 +166,7 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	elapsed=$(( $(ms) - t0 ))
 	[ "$status" -eq "$EK_TEMPFAIL" ]
 	[ -z "$output" ]
+	[[ "$stderr" == *"state.db: held by another process; gave up waiting for it after"*" ms" ]]
 	[ "$elapsed" -lt 2500 ] || fail "took $elapsed ms (the holder keeps the lock 5 s)"
 	wait "$HOLDER"
 	run exec-inspect lookup a1 --session "$SID"
