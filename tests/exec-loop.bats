@@ -233,7 +233,9 @@ exited() {
 	for ((i = 1; i <= n; i++)); do
 		sig=TERM
 		((i % 2)) || sig=HUP
-		exec-loop --dispatcher "$DISP_URL" --tick 0.01 --slots 2 2>"$err" 3>&- &
+		# (HUP at its default: a shell cannot trap what it was started
+		# ignoring, as under a suite run with nohup)
+		env --default-signal=HUP exec-loop --dispatcher "$DISP_URL" --tick 0.01 --slots 2 2>"$err" 3>&- &
 		pid=$!
 		wait_until "catches_term $pid || exited $pid"
 		sleep "$(printf '0.%03d' $((RANDOM % 200)))"   # a random moment of its life

@@ -23,8 +23,10 @@ tspec() {
 # How often transaction t-ID ran.
 ran_txn() { if [ -f "$LEDGER" ]; then grep -cx -- "t-$1" "$LEDGER" || true; else echo 0; fi; }
 
+# (HUP at its default: a shell cannot trap what it was started ignoring,
+# as under a suite run with nohup)
 start_loop() {
-	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 2 --jitter-ms 0 \
+	env --default-signal=HUP exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 2 --jitter-ms 0 \
 		2>>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	LOOP=$!
 	remember "$LOOP"
