@@ -88,8 +88,10 @@ admin() {
 	curl -sS --max-time "$WAIT_S" -X "$1" "$DISP_URL$2" ${3:+-d "$3"}
 }
 
+# (each request bounded by the tests' wait: on a loaded machine a sanitized
+# dispatcher has taken longer than the default 5 s to answer)
 open_session() {
-	exec-session open --dispatcher "$DISP_URL" >/dev/null
+	exec-session open --dispatcher "$DISP_URL" --timeout-ms "$WAIT_MS" >/dev/null
 }
 
 current_session() {

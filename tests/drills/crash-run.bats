@@ -116,7 +116,7 @@ round() {
 	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE run_id = '\''cs'\''")" = 0 ]'
 	[ "$(ran cs)" = 1 ]
 	# declared action: cancel again
-	exec-run cancel cq --session "$sid" >/dev/null
+	exec-run cancel cq --session "$sid" --budget-ms "$WAIT_MS" >/dev/null   # delivered, however slow
 	run exec-run cancel cs --session "$sid"
 	[ "$status" -eq "$EK_NOINPUT" ]                           # already ended and reported
 	[ "$(val "SELECT outcome FROM receipts WHERE run_id = 'cq'")" = cancelled ]

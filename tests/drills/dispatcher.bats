@@ -75,7 +75,10 @@ load drill
 	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 40 --reconcile-ms "$WAIT_MS" 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	remember "$loop"
-	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 40 ]'
+	# (40 supervisors, one after another: under the sanitizers on a loaded
+	# machine that has taken more than the usual bound)
+	WAIT_S=$((WAIT_S * 3)) WAIT_TRIES=$((WAIT_TRIES * 3)) \
+		wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 40 ]'
 	kill_dispatcher                                   # the outage
 	touch "$GO"                                       # every guest ends during it
 	wait_until '[ "$(val "SELECT count(*) FROM runs")" = 0 ]'
