@@ -459,15 +459,15 @@ loop_syncs() {
 		die "exec-accept for the strace runs failed"
 	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync -o "$s/trace" \
 		"$B/exec-run" start --confirmed --slots "$n" >/dev/null || die "exec-run start under strace failed"
-	db_syncs=$(calc '%.2f' "$(grep -cE 'sync\([0-9]+<[^>]*/state\.db(-wal)?>' "$s/trace") / $n")
-	all_syncs=$(calc '%.2f' "$(grep -cE 'sync\(' "$s/trace") / $n")
-	read -r commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
+	read -r db_syncs all_syncs commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
 		$2 ~ /^execve\(/ { if (!starter) starter = $1; next }
-		$2 !~ /sync\([0-9]+<.*\/state\.db(-wal)?>/ { next }
+		$2 ~ /sync\(/ { all++ }
+		$2 !~ /sync\([0-9]+<[^>]*\/state\.db(-wal)?>/ { next }
+		{ db++ }
 		$1 == starter { own++; next }
 		$2 ~ /-wal>/ { commits++; wal[$1] = 1; next }
 		{ ckpt++; if (wal[$1]) { commits--; ckpt++ }; wal[$1] = 0 }
-		END { printf "%.2f %.2f %.2f\n", commits / n, ckpt / n, own / n }' "$s/trace")
+		END { printf "%.2f %.2f %.2f %.2f %.2f\n", db / n, all / n, commits / n, ckpt / n, own / n }' "$s/trace")
 }
 
 # Latency of an idle loop: one run submitted (program /bin/sleep 0.3, so

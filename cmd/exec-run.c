@@ -326,11 +326,16 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
 		return -1;
 	say_isolation(&iso, o->run_id);
+	if ((rc = run_load(st, o->run_id, &r, e)) < 0)
+		return -1;
 	/* A row gone since its starter chose the run: a chaining supervisor
 	 * ran and reported it first (the starter counts it as not started). */
-	if ((rc = run_load(st, o->run_id, &r, e)) <= 0)
-		return rc < 0 ? -1 : o->ready_fd >= 0 ? (close((int)o->ready_fd), 0) :
-		    ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
+	if (rc == 0 && o->ready_fd >= 0) {
+		close((int)o->ready_fd);
+		return 0;
+	}
+	if (rc == 0)
+		return ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
 	/* Its commits are in the WAL, synced: closing need not checkpoint. */
 	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	chain_hold_cancels(true);

@@ -251,7 +251,6 @@ clone_vm(const struct contain *c, void (*fn)(void *), void *arg)
 	static char *stack;
 	struct clone_args args = { .flags = CLONE_VM | CLONE_VFORK, .exit_signal = SIGCHLD };
 	long page = sysconf(_SC_PAGESIZE), pid;
-	sigset_t all, old;
 
 	if (!stack) {
 		void *p = mmap(NULL, VM_STACK_SIZE + (size_t)page, PROT_READ | PROT_WRITE,
@@ -268,11 +267,7 @@ clone_vm(const struct contain *c, void (*fn)(void *), void *arg)
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)c->dir_fd;
 	}
-	/* None of our handlers may run in the child, on our memory. */
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = ek_clone3(&args, sizeof args, fn, arg);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		errno = (int)-pid;
 		return -1;
@@ -316,15 +311,12 @@ static pid_t
 fork_copy(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn)
 {
 	int go[2] = { -1, -1 };
-	sigset_t all, old;
 	bool born_in;
 	pid_t pid;
 	char b;
 
 	if (c->dir_fd >= 0 && pipe2(go, O_CLOEXEC) < 0)
 		return -1;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
 	if ((pid = clone_copy(c, &born_in)) == 0) {
 		if (go[0] >= 0 && !born_in) {
 			close(go[1]);
@@ -334,7 +326,6 @@ fork_copy(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn)
 		fn(arg);
 		_exit(127);
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid > 0 && !born_in && c->dir_fd >= 0)
 		contain_cgroup_enter(c, pid, warn);
 	if (go[0] >= 0) {
@@ -347,11 +338,20 @@ fork_copy(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn)
 pid_t
 contain_spawn(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn)
 {
-	pid_t pid = clone_vm(c, fn, arg);
+	sigset_t all, old;
+	pid_t pid;
+	int err;
 
-	if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL && errno != ENOMEM))
-		return pid;
-	return fork_copy(c, fn, arg, warn);
+	/* None of our handlers may run in the child: it may share our memory. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = clone_vm(c, fn, arg);
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL || errno == ENOMEM))
+		pid = fork_copy(c, fn, arg, warn);
+	err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return pid;
 }
 
 int

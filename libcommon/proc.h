@@ -1,7 +1,7 @@
 /*
- * proc — process identity, and a process's own heap.  A pid alone is not an identity (pids are
- * reused), so a supervisor is named by (pid, start time in clock ticks
- * since boot, field 22 of /proc/PID/stat).
+ * proc — process identity, and a process's own heap.  A pid alone is not
+ * an identity (pids are reused), so a supervisor is named by (pid, start
+ * time in clock ticks since boot, field 22 of /proc/PID/stat).
  */
 #ifndef EK_PROC_H
 #define EK_PROC_H
