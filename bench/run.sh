@@ -204,6 +204,19 @@ poll_finished() {
 	[ -n "$finished" ]
 }
 
+# post_runs BODY: POST /admin/runs over bash's own /dev/tcp, so that the
+# submit the latency is measured from starts no process (curl's own start
+# is 20 ms and more on a slow machine); 0 on a 2xx answer.
+post_runs() {
+	local resp=
+	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
+	printf 'POST /admin/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+		"${#1}" "$1" >&"$fd"
+	read -r -d '' -t 30 -u "$fd" resp || true
+	exec {fd}<&-
+	[[ $resp =~ ^HTTP/1\.[01]\ 2[0-9][0-9] ]]
+}
+
 submit_runs() {   # PREFIX N: POST /admin/runs with N trivial runs
 	local i body=
 	for ((i = 1; i <= $2; i++)); do
@@ -446,10 +459,12 @@ peer_round() {   # NAME COMMAND TOOL
 # Syncs of the supervisor path per run: N runs started at once by one
 # exec-run start, every supervisor followed by strace -f; the fdatasync and
 # fsync calls on the state database and its WAL, and on any file.  Of
-# those, the durable commits: the supervisors' syncs of the WAL, less the
-# one that opens a checkpoint (a WAL sync followed, in the same process,
-# by a sync of the database file).  The checkpoints (one each time the WAL
-# has grown past 256 KiB) and the starter's own commits are counted apart.
+# those, the durable commits: a WAL sync that comes straight after a frame
+# written to the WAL (SQLite syncs a synchronous=FULL commit as soon as
+# its last frame is written).  Any other sync of the state is a
+# checkpoint's (the WAL before it is copied back, then the database), or
+# the header of a WAL begun anew after one (its first commit syncs it
+# apart); those and the starter's own commits are counted apart.
 loop_syncs() {
 	local n=20 s=$d/strace
 	mkdir -p "$s"
@@ -457,16 +472,21 @@ loop_syncs() {
 	submit_runs strace "$n"
 	EXEC_STATE_DIR=$s/state "$B/exec-accept" --from-dispatcher --prefetch "$n" >/dev/null ||
 		die "exec-accept for the strace runs failed"
-	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync -o "$s/trace" \
+	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync,pwrite64,fcntl -o "$s/trace" \
 		"$B/exec-run" start --confirmed --slots "$n" >/dev/null || die "exec-run start under strace failed"
 	read -r db_syncs all_syncs commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
 		$2 ~ /^execve\(/ { if (!starter) starter = $1; next }
 		$2 ~ /sync\(/ { all++ }
-		$2 !~ /sync\([0-9]+<[^>]*\/state\.db(-wal)?>/ { next }
-		{ db++ }
-		$1 == starter { own++; next }
-		$2 ~ /-wal>/ { commits++; wal[$1] = 1; next }
-		{ ckpt++; if (wal[$1]) { commits--; ckpt++ }; wal[$1] = 0 }
+		$2 ~ /sync\([0-9]+<[^>]*\/state\.db(-wal)?>/ {
+			db++
+			if ($1 == starter) own++
+			else if ($2 ~ /-wal>/ && last[$1] == "frame") commits++
+			else ckpt++
+		}
+		$2 ~ /^[a-z0-9_]+\(/ {   # the last call of each process (not a resumed one)
+			frame = $2 ~ /^pwrite64\([0-9]+<[^>]*\/state\.db-wal>/ && $0 !~ /, 32, 0( <unfinished|\))/
+			last[$1] = frame ? "frame" : $2
+		}
 		END { printf "%.2f %.2f %.2f %.2f %.2f\n", db / n, all / n, commits / n, ckpt / n, own / n }' "$s/trace")
 }
 
@@ -485,9 +505,8 @@ loop_latency() {
 		poll_finished || die "GET /admin/summary failed"
 		base=$finished
 		t0=${EPOCHREALTIME/./}
-		curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
-			-d "{\"runs\":[{\"run_id\":\"lat-$r\",\"txn_id\":\"lat-t$r\",\"program\":\"/bin/sleep\",\"args\":[\"0.3\"]}]}" \
-			>/dev/null || die "POST /admin/runs failed"
+		post_runs "{\"runs\":[{\"run_id\":\"lat-$r\",\"txn_id\":\"lat-t$r\",\"program\":\"/bin/sleep\",\"args\":[\"0.3\"]}]}" ||
+			die "POST /admin/runs failed"
 		at=
 		for ((i = 0; i < 1000; i++)); do
 			[ -e "$db" ] && at=$(sq "$db" "SELECT started_at FROM runs WHERE run_id = 'lat-$r' AND started_at IS NOT NULL" 2>/dev/null) || true
@@ -550,7 +569,7 @@ bench_loop_e2e() {
 	loop_syncs
 	row "loop-e2e: supervisor fsync+fdatasync per run, state db+WAL (all files)" "$db_syncs ($all_syncs)" "0" "-" "-"
 	row "loop-e2e: of those, supervisors' durable commits per run" "$commits" "0" "-" "<= 3"
-	row "loop-e2e: of those, checkpoints' syncs; the starter's, per run" "$ckpt_syncs; $starter_syncs" "0" "-" "-"
+	row "loop-e2e: of those, checkpoints' and new WAL headers' syncs; the starter's, per run" "$ckpt_syncs; $starter_syncs" "0" "-" "-"
 	loop_latency
 	row "loop-e2e: idle loop (default --tick 1), submit -> start marker" "$(median "$d/latency.ms") ms" "-" "-" "<= 50 ms"
 }

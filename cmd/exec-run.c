@@ -305,12 +305,44 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
 	return rc;
 }
 
+/* A starter's supervisor whose run is gone or taken (a chaining one got
+ * there first, rc 0 or a refusal for now) takes the oldest due run
+ * instead, as a chain would: the slot it was started for is filled all the
+ * same.  It tells its starter which run it started, if any ('1', or '2'
+ * and the other run's id; nothing: not started), and lets go.  A refusal
+ * for the session is still said.  rc as from the mark: 1 started (r), 0
+ * not, -1 failed. */
+static int
+started_for_starter(struct state *st, const struct opts *o, int slots, int rc, struct run *r,
+    struct ek_err *e)
+{
+	struct session cur;
+	char word[RUN_ID_MAX + 2];
+	int n;
+
+	if (rc < 0 && e->code == EK_TEMPFAIL)
+		rc = 0, ek_clear(e);
+	if (rc == 0 && o->chain) {
+		run_free(r);
+		if ((rc = session_current(st, &cur, e)) > 0)
+			rc = chain_next(st, &cur.b, slots, getpid(), proc_start_time(getpid()), r, e);
+		n = snprintf(word, sizeof word, "2%s", r->run_id);
+	} else {
+		n = snprintf(word, sizeof word, "1");
+	}
+	/* If the starter is gone, the write fails and we supervise anyway. */
+	if (rc > 0)
+		(void)!write((int)o->ready_fd, word, (size_t)n);
+	close((int)o->ready_fd);
+	return rc;
+}
+
 static int
 cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct binding b;
 	struct isolate iso;
-	struct run r;
+	struct run r = { 0 };
 	int rc, slots = o->chain ? (int)o->slots : 0;
 
 	stopsig_catch();
@@ -328,32 +360,19 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	say_isolation(&iso, o->run_id);
 	if ((rc = run_load(st, o->run_id, &r, e)) < 0)
 		return -1;
-	/* A row gone since its starter chose the run: a chaining supervisor
-	 * ran and reported it first (the starter counts it as not started). */
-	if (rc == 0 && o->ready_fd >= 0) {
-		close((int)o->ready_fd);
-		return 0;
-	}
-	if (rc == 0)
+	if (rc == 0 && o->ready_fd < 0)
 		return ek_fail(e, EK_NOINPUT, "run '%s': no execution row", o->run_id);
 	/* Its commits are in the WAL, synced: closing need not checkpoint. */
 	sqlite3_db_config(st->db.h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	chain_hold_cancels(true);
-	rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), slots, e);
-	if (rc == 0)
-		rc = chain_refusal(st, &r, e);
-	/* A starter's supervisor that finds its run taken (a chaining one got
-	 * there first) has nothing to say: its starter counts it as not
-	 * started.  A refusal for the session is still said. */
-	if (rc < 0 && o->ready_fd >= 0 && e->code == EK_TEMPFAIL)
-		rc = 0, ek_clear(e);
-	if (o->ready_fd >= 0) {
-		/* Tell the starter the marker is committed (if it is gone, the
-		 * write fails and we supervise anyway), then let go. */
-		if (rc > 0)
-			(void)!write((int)o->ready_fd, "1", 1);
-		close((int)o->ready_fd);
+	if (rc > 0) {
+		crash_point("before-marker");
+		rc = run_mark_started(st, &r, getpid(), proc_start_time(getpid()), slots, e);
+		if (rc == 0)
+			rc = chain_refusal(st, &r, e);
 	}
+	if (o->ready_fd >= 0 && (rc = started_for_starter(st, o, slots, rc, &r, e)) < 0)
+		return -1;
 	b = r.b;
 	while (rc > 0) {
 		stop_run_token = chain_token(r.started_at);
@@ -378,104 +397,149 @@ struct starter {
 	struct state *st;
 	char self[PATH_MAX];
 	enum isolate_mode isolation;   /* what the supervisors are told to use */
+	int in, log;                   /* a detached supervisor's stdin and log */
 	int started;
 	pid_t kids[256];
 	int nkids;
 };
 
-/* Child side of a start: become a detached supervisor for run_id.  Its
- * command line does not name the state directory (a guest reads its
- * parent's): it finds it in EXEC_STATE_DIR, set here. */
-static void
-exec_supervisor(const struct starter *s, const char *run_id, int ready)
-{
+/* A supervisor's command line and descriptors, made before the spawn: its
+ * child side may share our memory (contain_spawn), so it only makes
+ * system calls.  The command line does not name the state directory (a
+ * guest reads its parent's): the supervisor finds it in EXEC_STATE_DIR,
+ * which the starter sets for itself. */
+struct sup_spawn {
 	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
 	char *argv[26];
+	const char *path;
+	int ready, in, log, fail;   /* in, log: -1 when it is not detached */
+};
+
+static void
+supervisor_argv(const struct starter *s, const char *run_id, struct sup_spawn *a)
+{
 	int n = 0;
 
-	/* A detached supervisor holds none of its starter's descriptors (a
-	 * caller waiting for a pipe to close would wait for the guest too);
-	 * the ready pipe is the one it inherits. */
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	fcntl(ready, F_SETFD, 0);
-	snprintf(readyfd, sizeof readyfd, "%d", ready);
-	snprintf(budget, sizeof budget, "%lld", (long long)s->o->budget_ms);
-	snprintf(grace, sizeof grace, "%lld", (long long)s->o->grace_ms);
-	snprintf(maxout, sizeof maxout, "%lld", (long long)s->o->max_output);
-	snprintf(slots, sizeof slots, "--slots=%lld", (long long)s->o->slots);
-	argv[n++] = (char *)PROG;
-	argv[n++] = "--budget-ms", argv[n++] = budget;
-	argv[n++] = "--grace-ms", argv[n++] = grace;
-	argv[n++] = "--max-output", argv[n++] = maxout;
-	argv[n++] = "--ready-fd", argv[n++] = readyfd;
-	argv[n++] = "--isolation", argv[n++] = (char *)isolate_mode_name(s->isolation);
+	snprintf(a->readyfd, sizeof a->readyfd, "%d", a->ready);
+	snprintf(a->budget, sizeof a->budget, "%lld", (long long)s->o->budget_ms);
+	snprintf(a->grace, sizeof a->grace, "%lld", (long long)s->o->grace_ms);
+	snprintf(a->maxout, sizeof a->maxout, "%lld", (long long)s->o->max_output);
+	snprintf(a->slots, sizeof a->slots, "--slots=%lld", (long long)s->o->slots);
+	a->argv[n++] = (char *)PROG;
+	a->argv[n++] = "--budget-ms", a->argv[n++] = a->budget;
+	a->argv[n++] = "--grace-ms", a->argv[n++] = a->grace;
+	a->argv[n++] = "--max-output", a->argv[n++] = a->maxout;
+	a->argv[n++] = "--ready-fd", a->argv[n++] = a->readyfd;
+	a->argv[n++] = "--isolation", a->argv[n++] = (char *)isolate_mode_name(s->isolation);
 	if (s->o->guest_user)
-		argv[n++] = "--guest-user", argv[n++] = (char *)s->o->guest_user;
+		a->argv[n++] = "--guest-user", a->argv[n++] = (char *)s->o->guest_user;
 	if (s->o->require_isolation)
-		argv[n++] = "--require-isolation";
+		a->argv[n++] = "--require-isolation";
 	if (s->o->json)
-		argv[n++] = "--json";
+		a->argv[n++] = "--json";
 	if (s->o->chain)
-		argv[n++] = "--chain", argv[n++] = slots;
+		a->argv[n++] = "--chain", a->argv[n++] = a->slots;
 	if (!s->o->wait)
-		argv[n++] = "--log-stamps";   /* detached: its lines join a log */
-	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
-	argv[n] = NULL;
-	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0) {
-		fprintf(stderr, "%s: setenv: %s\n", PROG, strerror(errno));
-		_exit(EK_OSERR);
-	}
+		a->argv[n++] = "--log-stamps";   /* detached: its lines join a log */
+	a->argv[n++] = "supervise", a->argv[n++] = "--", a->argv[n++] = (char *)run_id;
+	a->argv[n] = NULL;
+	a->path = s->self;
+}
+
+/* The child side of a start: become the supervisor.  A detached one holds
+ * none of its starter's descriptors (a caller waiting for a pipe to close
+ * would wait for the guest too) but the ready pipe; a failed exec is said
+ * through a->fail. */
+static void
+supervisor_child(void *arg)
+{
+	const struct sup_spawn *a = arg;
+	int err;
+
+	contain_child_signals();
+	if ((a->in >= 0 && dup2(a->in, STDIN_FILENO) < 0) ||
+	    (a->log >= 0 && (dup2(a->log, STDOUT_FILENO) < 0 || dup2(a->log, STDERR_FILENO) < 0)))
+		goto fail;
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (fcntl(a->ready, F_SETFD, 0) < 0)
+		goto fail;
 	setsid();
-	execv(s->self, argv);
-	fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(errno));
+	execv(a->path, a->argv);
+fail:
+	err = errno;
+	(void)!write(a->fail, &err, sizeof err);
 	_exit(EK_OSERR);
 }
 
-/* Wait (bounded) for the supervisor's word that its start marker is
- * committed; EOF means it did not start the run. */
+/* Wait (bounded) for the supervisor's word: '1', it committed run_id's
+ * start marker; '2' and an id, it found run_id taken and started that run
+ * instead (started_for_starter); nothing, it started none.  The run it
+ * started is copied into id. */
 static bool
-await_marker(int fd)
+await_marker(int fd, const char *run_id, char *id, size_t n)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	char c = 0;
-	bool ok;
+	char word[RUN_ID_MAX + 2];
+	ssize_t got = 0;
 
-	ok = poll(&p, 1, 10000) == 1 && read(fd, &c, 1) == 1 && c == '1';
+	if (poll(&p, 1, 10000) == 1)
+		got = read(fd, word, sizeof word - 1);
 	close(fd);
-	return ok;
+	if (got == 1 && word[0] == '1')
+		snprintf(id, n, "%s", run_id);
+	else if (got > 1 && word[0] == '2')
+		snprintf(id, n, "%.*s", (int)(got - 1), word + 1);
+	else
+		return false;
+	return true;
 }
 
-/* Fork a supervisor (waited for with --wait, detached otherwise) and
- * return once it has committed its start marker or given up. */
+/* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
+ * reparented when we exit) and return once it has committed its start
+ * marker or given up. */
 static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
-	int ready[2];
+	struct sup_spawn a = { .in = s->in, .log = s->log };
+	struct contain none;
+	char started[RUN_ID_MAX + 1];
+	int ready[2], fail[2], err = 0;
 	pid_t pid;
 
 	fflush(stdout);
-	if (pipe2(ready, O_CLOEXEC) < 0 || (pid = fork()) < 0)
+	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
-	if (pid == 0) {
+	if (pipe2(fail, O_CLOEXEC) < 0) {
 		close(ready[0]);
-		if (!s->o->wait) {
-			if (fork() != 0)
-				_exit(0);   /* the grandchild is reparented: nobody waits on it */
-			svlog_attach(s->st, (int)s->o->log_fd, PROG);   /* it outlives our stdout */
-		}
-		exec_supervisor(s, run_id, ready[1]);
+		close(ready[1]);
+		return -1;
 	}
+	a.ready = ready[1];
+	a.fail = fail[1];
+	supervisor_argv(s, run_id, &a);
+	contain_init(&none);
+	pid = contain_spawn(&none, supervisor_child, &a, NULL);
+	err = errno;
 	close(ready[1]);
+	close(fail[1]);
+	if (pid >= 0 && read(fail[0], &err, sizeof err) == (ssize_t)sizeof err)
+		fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(err));
+	close(fail[0]);
+	if (pid < 0) {
+		close(ready[0]);
+		errno = err;
+		return -1;
+	}
 	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
 		s->kids[s->nkids++] = pid;
-	else
+	else if (s->o->wait)
 		waitpid(pid, NULL, 0);
-	if (!await_marker(ready[0]))
+	if (!await_marker(ready[0], run_id, started, sizeof started))
 		return 0;
 	s->started++;
 	if (!s->o->wait && !s->o->json)
-		printf("started %s\n", run_id);
+		printf("started %s\n", started);
 	return 0;
 }
 
@@ -493,6 +557,22 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 		return -1;
 	say_isolation(&iso, NULL);
 	s->isolation = iso.mode;
+	return 0;
+}
+
+/* What every supervisor of this start inherits: EXEC_STATE_DIR, and when
+ * detached (it outlives our stdout) /dev/null for stdin and the log. */
+static int
+starter_prepare(struct starter *s, struct ek_err *e)
+{
+	s->in = s->log = -1;
+	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
+		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));
+	if (s->o->wait)
+		return 0;
+	if ((s->in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return ek_fail(e, EK_OSERR, "/dev/null: %s", strerror(errno));
+	s->log = svlog_open(s->st, (int)s->o->log_fd, PROG);
 	return 0;
 }
 
@@ -534,6 +614,8 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
 		return ek_fail(e, EK_OSERR, "readlink /proc/self/exe: %s", strerror(errno));
 	s.self[n] = '\0';
+	if (starter_prepare(&s, e) < 0)
+		return -1;
 	/* With --chain the supervisors start the runs after their first: the
 	 * state's count of starts says how many ran while we waited. */
 	if (o->wait && o->chain && counters_started(st, &before, e) < 0)

@@ -354,6 +354,18 @@ contain_spawn(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *w
 	return pid;
 }
 
+void
+contain_child_signals(void)
+{
+	sigset_t none;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 int
 contain_cgroup_enter(struct contain *c, pid_t pid, struct ek_err *e)
 {

@@ -61,6 +61,11 @@ int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
  * move fails, warn says why and c is empty. */
 pid_t contain_spawn(struct contain *c, void (*fn)(void *), void *arg, struct ek_err *warn);
 
+/* In a child of contain_spawn that is about to exec: every signal back to
+ * its default action, then none blocked, so that none of our handlers can
+ * run in it. */
+void contain_child_signals(void);
+
 /* Move process pid into c's cgroup: 0, or -1 (e filled; the cgroup is
  * removed and c is empty). */
 int contain_cgroup_enter(struct contain *c, pid_t pid, struct ek_err *e);

@@ -137,13 +137,9 @@ child(void *arg)
 {
 	const struct child_args *a = arg;
 	struct child_fail f = { 0, 0 };
-	sigset_t none;
-	int null, sig;
+	int null;
 
-	for (sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	contain_child_signals();
 	setpgid(0, 0);
 	null = open("/dev/null", O_RDONLY);
 	/* The guest inherits stdin, stdout and stderr only (and, isolated as

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "contain.h"
 #include "isolate.h"
 
 static const char *const mode_names[] = {
@@ -318,6 +319,27 @@ probe_target(const char *state_dir, char *buf, size_t n)
 		snprintf(buf, n, "/tmp");
 }
 
+struct probe_args {
+	struct isolate *iso;
+	const char *dir;
+	int fd;   /* where a failure's errno and step go */
+};
+
+/* The probe's child: it may share our memory (contain_spawn), so it makes
+ * system calls only, and _exits. */
+static void
+probe_child(void *arg)
+{
+	const struct probe_args *a = arg;
+	int msg[2] = { 0, 0 };
+
+	if (isolate_enter(a->iso, a->dir, a->dir, -1, &msg[1]) < 0) {
+		msg[0] = errno;
+		(void)!write(a->fd, msg, sizeof msg);
+	}
+	_exit(0);
+}
+
 /* Enter userns for real in a throwaway child, hiding the state directory
  * (probe_target) and binding it back as its own view: 0, or -1 (iso->why
  * says why not). */
@@ -325,32 +347,26 @@ static int
 probe_userns(struct isolate *iso, const char *state_dir)
 {
 	char clone[32], max[32], dir[PATH_MAX];
-	int p[2], msg[2] = { 0, 0 }, ws = 0, step = 0;
+	int p[2], msg[2] = { 0, 0 }, ws = 0;
+	struct probe_args a = { iso, dir, -1 };
+	struct contain none;
 	pid_t pid;
 	ssize_t n;
 
 	probe_target(state_dir, dir, sizeof dir);
-	state_dir = dir;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		snprintf(iso->why, sizeof iso->why, "cannot probe: pipe: %s", strerror(errno));
 		return -1;
 	}
-	if ((pid = fork()) < 0) {
+	a.fd = p[1];
+	contain_init(&none);
+	pid = contain_spawn(&none, probe_child, &a, NULL);
+	close(p[1]);
+	if (pid < 0) {
 		snprintf(iso->why, sizeof iso->why, "cannot probe: fork: %s", strerror(errno));
 		close(p[0]);
-		close(p[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		close(p[0]);
-		if (isolate_enter(iso, state_dir, state_dir, -1, &step) < 0) {
-			msg[0] = errno;
-			msg[1] = step;
-			(void)!write(p[1], msg, sizeof msg);
-		}
-		_exit(0);
-	}
-	close(p[1]);
 	while ((n = read(p[0], msg, sizeof msg)) < 0 && errno == EINTR)
 		;
 	close(p[0]);

@@ -24,6 +24,8 @@
  *   from        to          function               commit point name
  *   (none)      queued      acceptor_add()          accept-before-commit / accept-after-commit
  *                                                   (exec-accept: once per chunk of runs)
+ *   queued      queued      (exec-run supervise)    before-marker (the run loaded, not marked:
+ *                                                   it stays queued for a later start)
  *   queued      started     run_mark_started()      start-marker (shares joined in the same commit)
  *   queued      started     chain_next()            start-marker (a chaining supervisor's next run:
  *                                                   chosen, slot-bounded and marked in one commit)

@@ -35,29 +35,19 @@ rotate(struct state *st, int fd, struct ek_err *e)
 	return fd;
 }
 
-void
-svlog_attach(struct state *st, int log_fd, const char *prog)
+int
+svlog_open(struct state *st, int log_fd, const char *prog)
 {
 	struct ek_err e = { 0 };
-	int null = open("/dev/null", O_RDONLY), fd = -1;
+	int fd;
 
-	if (null >= 0 && dup2(null, STDIN_FILENO) >= 0 && null > STDERR_FILENO)
-		close(null);
-	if (log_fd >= 0) {
-		dup2(log_fd, STDOUT_FILENO);
-		dup2(log_fd, STDERR_FILENO);
-		return;
-	}
+	if (log_fd >= 0)
+		return log_fd;
 	if ((fd = state_open_file(st, "out/" SVLOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0600, &e)) >= 0)
 		fd = rotate(st, fd, &e);
-	if (fd < 0) {
+	if (fd < 0)
 		ek_report(prog, &e);
-		return;
-	}
-	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
-	if (fd > STDERR_FILENO)
-		close(fd);
+	return fd;
 }
 
 void

@@ -21,10 +21,11 @@ enum { SVLOG_MAX = 1 << 20 };
 
 #define SVLOG_FILE "supervisors.log"
 
-/* Standard input from /dev/null; standard output and error to the log
- * file, or to descriptor log_fd when it is not -1.  A log that cannot be
- * opened is said on standard error: the supervisor runs all the same. */
-void svlog_attach(struct state *st, int log_fd, const char *prog);
+/* The descriptor detached supervisors write their standard output and
+ * error to: log_fd when it is not -1, else the log file (rotated past
+ * SVLOG_MAX).  A log that cannot be opened is said on standard error, and
+ * -1 returned: the supervisors run all the same. */
+int svlog_open(struct state *st, int log_fd, const char *prog);
 
 /* From now on svlog_prefix() gives the time (a detached supervisor). */
 void svlog_stamp_lines(void);

@@ -543,9 +543,6 @@ adoptable_state() {
 	done
 }
 
-# stopped PID: the process is stopped (EXEC_PAUSE_AT reached).
-stopped() { grep -q '^State:[[:space:]]*T' "/proc/$1/status" 2>/dev/null; }
-
 @test "a supervisor's result is its own from the moment it is chosen: no pass takes it, no heartbeat calls it due" {
 	ready own
 	EXEC_PAUSE_AT=retained exec-run supervise own >"$BATS_TEST_TMPDIR/sup.out" 2>&1 3>&- &

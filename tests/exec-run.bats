@@ -489,6 +489,28 @@ gate() {
 	[ "$(disp_charges q1)" = 1 ]
 }
 
+@test "a starter's supervisor that finds its run taken takes the next due one instead: the slot is filled" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec t1)" "$(spec t2)"
+	EXEC_PAUSE_AT=before-marker exec-run start --chain --slots 1 --log-fd 5 \
+		5>"$BATS_TEST_TMPDIR/log" >"$BATS_TEST_TMPDIR/start.out" 2>&1 3>&- &
+	local starter=$! sup=
+	wait_until 'sup=$(pgrep -P '"$starter"') && stopped "$sup"'
+	# stopped after the starter chose t1, before its marker: t1 is run and
+	# reported meanwhile by another supervisor
+	exec-run supervise t1 >/dev/null
+	[ "$(disp_charges t1)" = 1 ]
+	kill -CONT "$sup"
+	wait "$starter" || fail "the starter failed: $(cat "$BATS_TEST_TMPDIR/start.out")"
+	run cat "$BATS_TEST_TMPDIR/start.out"
+	assert_output "started t2"
+	wait_until 'grep -q "t2 exited 0" "$BATS_TEST_TMPDIR/log"'
+	run cat "$BATS_TEST_TMPDIR/log"
+	refute_output --partial "t1"
+	[ "$(disp_charges t1) $(disp_charges t2)" = "1 1" ]
+}
+
 @test "exec-run wait ends the chains: what is still queued stays queued" {
 	start_dispatcher
 	open_session

@@ -150,6 +150,9 @@ ready() {
 	submit_and_accept "$(spec "$@")"
 }
 
+# stopped PID: the process is stopped (EXEC_PAUSE_AT reached).
+stopped() { grep -q '^State:[[:space:]]*T' "/proc/$1/status" 2>/dev/null; }
+
 # wait_until 'SHELL CONDITION': re-evaluate the condition until it holds,
 # for at most $WAIT_S seconds.
 wait_until() {

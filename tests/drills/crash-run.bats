@@ -14,6 +14,10 @@ load crash
 	in_child crash_drill accept-after-commit
 }
 
+@test "before-marker: the supervisor dies before marking its run; it stays queued and a later start runs it once" {
+	in_child crash_drill before-marker
+}
+
 @test "start-marker: the run is started but no guest ran; it becomes unknown, never re-run" {
 	in_child crash_drill start-marker
 }

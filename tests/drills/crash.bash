@@ -136,6 +136,20 @@ seed_accept() {   # accept-before-commit / accept-after-commit
 	done
 }
 
+seed_before_marker() {   # killed before its marker: the run stays queued, then runs once
+	local point=$1 s=$2 id
+	new_runs "bm$s" $((1 + RANDOM % 4))
+	pick_victims $((1 + RANDOM % ${#IDS[@]}))
+	for id in "${VICTIMS[@]}"; do
+		crash "$point" exec-run supervise "$id"
+		# witness: still queued, not started, nothing ran
+		[ "$(val "SELECT state || ':' || (started_at IS NULL) FROM runs WHERE run_id='$id'")" = queued:1 ]
+		[ "$(ran "$id")" = 0 ]
+	done
+	declared_action
+	for id in "${IDS[@]}"; do assert_acked "$id"; done
+}
+
 seed_before_retain() {   # start-marker / after-spawn / result-chosen
 	local point=$1 s=$2 id
 	new_runs "br$s" $((1 + RANDOM % 4))
@@ -291,6 +305,7 @@ crash_drill() {
 	CRASHES=0
 	case $point in
 	accept-*) fn=seed_accept ;;
+	before-marker) fn=seed_before_marker ;;
 	start-marker|after-spawn|result-chosen) fn=seed_before_retain ;;
 	retained) fn=seed_retained ;;
 	*) fn=seed_deliver ;;
