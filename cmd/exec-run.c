@@ -24,8 +24,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +52,7 @@
 #include "shares.h"
 #include "state.h"
 #include "stopsig.h"
+#include "supspawn.h"
 #include "svlog.h"
 #include "text.h"
 
@@ -403,24 +402,20 @@ struct starter {
 	int nkids;
 };
 
-/* A supervisor's command line and descriptors, made before the spawn: its
- * child side may share our memory (contain_spawn), so it only makes
- * system calls.  The command line does not name the state directory (a
+/* A supervisor's command line.  It does not name the state directory (a
  * guest reads its parent's): the supervisor finds it in EXEC_STATE_DIR,
  * which the starter sets for itself. */
-struct sup_spawn {
+struct sup_argv {
 	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
 	char *argv[26];
-	const char *path;
-	int ready, in, log, fail;   /* in, log: -1 when it is not detached */
 };
 
 static void
-supervisor_argv(const struct starter *s, const char *run_id, struct sup_spawn *a)
+supervisor_argv(const struct starter *s, const char *run_id, int ready, struct sup_argv *a)
 {
 	int n = 0;
 
-	snprintf(a->readyfd, sizeof a->readyfd, "%d", a->ready);
+	snprintf(a->readyfd, sizeof a->readyfd, "%d", ready);
 	snprintf(a->budget, sizeof a->budget, "%lld", (long long)s->o->budget_ms);
 	snprintf(a->grace, sizeof a->grace, "%lld", (long long)s->o->grace_ms);
 	snprintf(a->maxout, sizeof a->maxout, "%lld", (long long)s->o->max_output);
@@ -443,55 +438,6 @@ supervisor_argv(const struct starter *s, const char *run_id, struct sup_spawn *a
 		a->argv[n++] = "--log-stamps";   /* detached: its lines join a log */
 	a->argv[n++] = "supervise", a->argv[n++] = "--", a->argv[n++] = (char *)run_id;
 	a->argv[n] = NULL;
-	a->path = s->self;
-}
-
-/* The child side of a start: become the supervisor.  A detached one holds
- * none of its starter's descriptors (a caller waiting for a pipe to close
- * would wait for the guest too) but the ready pipe; a failed exec is said
- * through a->fail. */
-static void
-supervisor_child(void *arg)
-{
-	const struct sup_spawn *a = arg;
-	int err;
-
-	contain_child_signals();
-	if ((a->in >= 0 && dup2(a->in, STDIN_FILENO) < 0) ||
-	    (a->log >= 0 && (dup2(a->log, STDOUT_FILENO) < 0 || dup2(a->log, STDERR_FILENO) < 0)))
-		goto fail;
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(a->ready, F_SETFD, 0) < 0)
-		goto fail;
-	setsid();
-	execv(a->path, a->argv);
-fail:
-	err = errno;
-	(void)!write(a->fail, &err, sizeof err);
-	_exit(EK_OSERR);
-}
-
-/* Wait (bounded) for the supervisor's word: '1', it committed run_id's
- * start marker; '2' and an id, it found run_id taken and started that run
- * instead (started_for_starter); nothing, it started none.  The run it
- * started is copied into id. */
-static bool
-await_marker(int fd, const char *run_id, char *id, size_t n)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	char word[RUN_ID_MAX + 2];
-	ssize_t got = 0;
-
-	if (poll(&p, 1, 10000) == 1)
-		got = read(fd, word, sizeof word - 1);
-	close(fd);
-	if (got == 1 && word[0] == '1')
-		snprintf(id, n, "%s", run_id);
-	else if (got > 1 && word[0] == '2')
-		snprintf(id, n, "%.*s", (int)(got - 1), word + 1);
-	else
-		return false;
-	return true;
 }
 
 /* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
@@ -501,41 +447,26 @@ static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
-	struct sup_spawn a = { .in = s->in, .log = s->log };
-	struct contain none;
+	struct sup_argv a;
 	char started[RUN_ID_MAX + 1];
-	int ready[2], fail[2], err = 0;
+	int ready[2];
 	pid_t pid;
 
 	fflush(stdout);
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
-	if (pipe2(fail, O_CLOEXEC) < 0) {
-		close(ready[0]);
-		close(ready[1]);
-		return -1;
-	}
-	a.ready = ready[1];
-	a.fail = fail[1];
-	supervisor_argv(s, run_id, &a);
-	contain_init(&none);
-	pid = contain_spawn(&none, supervisor_child, &a, NULL);
-	err = errno;
+	supervisor_argv(s, run_id, ready[1], &a);
+	pid = supspawn_start(&(struct supspawn){ s->self, a.argv, ready[1], s->in, s->log }, PROG);
 	close(ready[1]);
-	close(fail[1]);
-	if (pid >= 0 && read(fail[0], &err, sizeof err) == (ssize_t)sizeof err)
-		fprintf(stderr, "%s: cannot execute '%s': %s\n", PROG, s->self, strerror(err));
-	close(fail[0]);
 	if (pid < 0) {
 		close(ready[0]);
-		errno = err;
 		return -1;
 	}
 	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
 		s->kids[s->nkids++] = pid;
 	else if (s->o->wait)
 		waitpid(pid, NULL, 0);
-	if (!await_marker(ready[0], run_id, started, sizeof started))
+	if (!supspawn_await(ready[0], run_id, started, sizeof started))
 		return 0;
 	s->started++;
 	if (!s->o->wait && !s->o->json)

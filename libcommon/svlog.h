@@ -5,10 +5,11 @@
  * the loop's activity log in one stream (the journal, under systemd).
  * Either way each line of a detached supervisor begins with the time.
  *
- * The log file is kept to about SVLOG_MAX bytes: a supervisor that finds
- * it larger renames it to supervisors.log.1 (replacing the one before)
- * and starts a new one.  A long chain keeps writing to the file it opened,
- * so the bound is about, not exact.
+ * The log file is kept to about SVLOG_MAX bytes: a starter that finds it
+ * larger when it opens it for its supervisors renames it to
+ * supervisors.log.1 (replacing the one before) and starts a new one.  A
+ * long chain keeps writing to the file it was given, so the bound is
+ * about, not exact.
  */
 #ifndef EK_SVLOG_H
 #define EK_SVLOG_H

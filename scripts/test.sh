@@ -47,7 +47,7 @@ for variant in plain sanitizers; do
 	[ "$variant" = sanitizers ] && start_loaded_run
 	start=$(date +%s)
 	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops \
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:handle_sigill=1 \
 		make -s -j4 -C "$dir" check >/dev/null 2>&1 || status=1
 	echo "   $(($(date +%s) - start)) s"
 	for trs in "$dir"/tests/*.trs "$dir"/tests/drills/*.trs; do

@@ -1,0 +1,82 @@
+/* supspawn — see supspawn.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "contain.h"
+#include "err.h"
+#include "runs.h"
+#include "supspawn.h"
+
+struct child_args {
+	const struct supspawn *s;
+	int fail;   /* write end: the errno of a failed exec */
+};
+
+/* In the child, which may share our memory: system calls only. */
+static void
+child(void *arg)
+{
+	const struct child_args *a = arg;
+	const struct supspawn *s = a->s;
+	int err;
+
+	contain_child_signals();
+	if ((s->in >= 0 && dup2(s->in, STDIN_FILENO) < 0) ||
+	    (s->log >= 0 && (dup2(s->log, STDOUT_FILENO) < 0 || dup2(s->log, STDERR_FILENO) < 0)))
+		goto fail;
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (fcntl(s->ready, F_SETFD, 0) < 0)
+		goto fail;
+	setsid();
+	execv(s->path, s->argv);
+fail:
+	err = errno;
+	(void)!write(a->fail, &err, sizeof err);
+	_exit(EK_OSERR);
+}
+
+pid_t
+supspawn_start(const struct supspawn *s, const char *prog)
+{
+	struct child_args a = { s, -1 };
+	struct contain none;
+	int fail[2], err;
+	pid_t pid;
+
+	if (pipe2(fail, O_CLOEXEC) < 0)
+		return -1;
+	a.fail = fail[1];
+	contain_init(&none);
+	pid = contain_spawn(&none, child, &a, NULL);
+	err = errno;
+	close(fail[1]);
+	if (pid >= 0 && read(fail[0], &err, sizeof err) == (ssize_t)sizeof err)
+		fprintf(stderr, "%s: cannot execute '%s': %s\n", prog, s->path, strerror(err));
+	close(fail[0]);
+	errno = err;
+	return pid;
+}
+
+bool
+supspawn_await(int fd, const char *run_id, char *id, size_t n)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char word[RUN_ID_MAX + 2];
+	ssize_t got = 0;
+
+	if (poll(&p, 1, 10000) == 1)
+		got = read(fd, word, sizeof word - 1);
+	close(fd);
+	if (got == 1 && word[0] == '1')
+		snprintf(id, n, "%s", run_id);
+	else if (got > 1 && word[0] == '2')
+		snprintf(id, n, "%.*s", (int)(got - 1), word + 1);
+	else
+		return false;
+	return true;
+}
