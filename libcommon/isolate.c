@@ -320,7 +320,7 @@ probe_target(const char *state_dir, char *buf, size_t n)
 }
 
 struct probe_args {
-	struct isolate *iso;
+	const struct isolate *iso;
 	const char *dir;
 	int fd;   /* where a failure's errno and step go */
 };
