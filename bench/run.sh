@@ -191,29 +191,34 @@ open_session() {   # STATE-DIR
 		die "exec-session open failed ($1.open.log)"
 }
 
-# The dispatcher's count of finished runs, into $finished, over bash's own
-# /dev/tcp so that polling starts no process beside the one measured.
-poll_finished() {
-	local resp=
-	finished=
+# tcp_exchange REQUEST: one HTTP/1.1 exchange with the dispatcher over
+# bash's own /dev/tcp (no process started), the answer into $resp.
+tcp_exchange() {
+	resp=
 	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
-	printf 'GET /admin/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&"$fd"
-	read -r -d '' -t 5 -u "$fd" resp || true
+	printf '%s' "$1" >&"$fd"
+	read -r -d '' -t 30 -u "$fd" resp || true
 	exec {fd}<&-
+}
+
+# The dispatcher's count of finished runs, into $finished, so that polling
+# starts no process beside the one measured.
+poll_finished() {
+	local resp
+	finished=
+	tcp_exchange $'GET /admin/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' || return 1
 	[[ $resp =~ \"finished\":([0-9]+) ]] && finished=${BASH_REMATCH[1]}
 	[ -n "$finished" ]
 }
 
-# post_runs BODY: POST /admin/runs over bash's own /dev/tcp, so that the
-# submit the latency is measured from starts no process (curl's own start
-# is 20 ms and more on a slow machine); 0 on a 2xx answer.
+# post_runs BODY: POST /admin/runs with no process started, so that the
+# latency measured from it is the loop's (curl's own start is 20 ms and
+# more on a slow machine); 0 on a 2xx answer.
 post_runs() {
-	local resp=
-	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
-	printf 'POST /admin/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
-		"${#1}" "$1" >&"$fd"
-	read -r -d '' -t 30 -u "$fd" resp || true
-	exec {fd}<&-
+	local resp req
+	printf -v req 'POST /admin/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+		"${#1}" "$1"
+	tcp_exchange "$req" || return 1
 	[[ $resp =~ ^HTTP/1\.[01]\ 2[0-9][0-9] ]]
 }
 

@@ -395,49 +395,23 @@ struct starter {
 	const struct opts *o;
 	struct state *st;
 	char self[PATH_MAX];
-	enum isolate_mode isolation;   /* what the supervisors are told to use */
-	int in, log;                   /* a detached supervisor's stdin and log */
+	struct supspawn sup;   /* what every supervisor of this start is told */
+	bool opened;           /* a detached one's stdin and log, once */
 	int started;
 	pid_t kids[256];
 	int nkids;
 };
 
-/* A supervisor's command line.  It does not name the state directory (a
- * guest reads its parent's): the supervisor finds it in EXEC_STATE_DIR,
- * which the starter sets for itself. */
-struct sup_argv {
-	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
-	char *argv[26];
-};
-
+/* A detached supervisor outlives our stdout: /dev/null for its stdin, and
+ * the log.  Opened for the first supervisor, not on every start. */
 static void
-supervisor_argv(const struct starter *s, const char *run_id, int ready, struct sup_argv *a)
+open_detached(struct starter *s)
 {
-	int n = 0;
-
-	snprintf(a->readyfd, sizeof a->readyfd, "%d", ready);
-	snprintf(a->budget, sizeof a->budget, "%lld", (long long)s->o->budget_ms);
-	snprintf(a->grace, sizeof a->grace, "%lld", (long long)s->o->grace_ms);
-	snprintf(a->maxout, sizeof a->maxout, "%lld", (long long)s->o->max_output);
-	snprintf(a->slots, sizeof a->slots, "--slots=%lld", (long long)s->o->slots);
-	a->argv[n++] = (char *)PROG;
-	a->argv[n++] = "--budget-ms", a->argv[n++] = a->budget;
-	a->argv[n++] = "--grace-ms", a->argv[n++] = a->grace;
-	a->argv[n++] = "--max-output", a->argv[n++] = a->maxout;
-	a->argv[n++] = "--ready-fd", a->argv[n++] = a->readyfd;
-	a->argv[n++] = "--isolation", a->argv[n++] = (char *)isolate_mode_name(s->isolation);
-	if (s->o->guest_user)
-		a->argv[n++] = "--guest-user", a->argv[n++] = (char *)s->o->guest_user;
-	if (s->o->require_isolation)
-		a->argv[n++] = "--require-isolation";
-	if (s->o->json)
-		a->argv[n++] = "--json";
-	if (s->o->chain)
-		a->argv[n++] = "--chain", a->argv[n++] = a->slots;
-	if (!s->o->wait)
-		a->argv[n++] = "--log-stamps";   /* detached: its lines join a log */
-	a->argv[n++] = "supervise", a->argv[n++] = "--", a->argv[n++] = (char *)run_id;
-	a->argv[n] = NULL;
+	if (s->opened || !s->sup.detached)
+		return;
+	s->opened = true;
+	s->sup.in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	s->sup.log = svlog_open(s->st, (int)s->o->log_fd, PROG);
 }
 
 /* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
@@ -447,16 +421,15 @@ static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
-	struct sup_argv a;
 	char started[RUN_ID_MAX + 1];
 	int ready[2];
 	pid_t pid;
 
 	fflush(stdout);
+	open_detached(s);
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
-	supervisor_argv(s, run_id, ready[1], &a);
-	pid = supspawn_start(&(struct supspawn){ s->self, a.argv, ready[1], s->in, s->log }, PROG);
+	pid = supspawn_start(&s->sup, run_id, ready[1]);
 	close(ready[1]);
 	if (pid < 0) {
 		close(ready[0]);
@@ -481,29 +454,30 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 {
 	struct isolate iso;
 
-	s->isolation = o->isolation;
+	s->sup.isolation = isolate_mode_name(o->isolation);
 	if (o->isolation == ISOLATE_USERNS)
 		return 0;
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
 		return -1;
 	say_isolation(&iso, NULL);
-	s->isolation = iso.mode;
+	s->sup.isolation = isolate_mode_name(iso.mode);
 	return 0;
 }
 
-/* What every supervisor of this start inherits: EXEC_STATE_DIR, and when
- * detached (it outlives our stdout) /dev/null for stdin and the log. */
+/* What every supervisor of this start is told, and inherits: our options,
+ * and EXEC_STATE_DIR. */
 static int
 starter_prepare(struct starter *s, struct ek_err *e)
 {
-	s->in = s->log = -1;
+	const struct opts *o = s->o;
+
+	s->sup = (struct supspawn){ .path = s->self, .prog = PROG, .budget_ms = o->budget_ms,
+		.grace_ms = o->grace_ms, .max_output = o->max_output, .slots = o->slots,
+		.isolation = s->sup.isolation, .guest_user = o->guest_user,
+		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
+		.detached = !o->wait, .in = -1, .log = -1 };
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
 		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));
-	if (s->o->wait)
-		return 0;
-	if ((s->in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-		return ek_fail(e, EK_OSERR, "/dev/null: %s", strerror(errno));
-	s->log = svlog_open(s->st, (int)s->o->log_fd, PROG);
 	return 0;
 }
 

@@ -14,7 +14,8 @@
 
 struct child_args {
 	const struct supspawn *s;
-	int fail;   /* write end: the errno of a failed exec */
+	char *const *argv;
+	int ready, fail;   /* fail: write end for the errno of a failed exec */
 };
 
 /* In the child, which may share our memory: system calls only. */
@@ -30,10 +31,10 @@ child(void *arg)
 	    (s->log >= 0 && (dup2(s->log, STDOUT_FILENO) < 0 || dup2(s->log, STDERR_FILENO) < 0)))
 		goto fail;
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(s->ready, F_SETFD, 0) < 0)
+	if (fcntl(a->ready, F_SETFD, 0) < 0)
 		goto fail;
 	setsid();
-	execv(s->path, s->argv);
+	execv(s->path, a->argv);
 fail:
 	err = errno;
 	(void)!write(a->fail, &err, sizeof err);
@@ -41,13 +42,38 @@ fail:
 }
 
 pid_t
-supspawn_start(const struct supspawn *s, const char *prog)
+supspawn_start(const struct supspawn *s, const char *run_id, int ready)
 {
-	struct child_args a = { s, -1 };
+	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
+	char *argv[26];
+	struct child_args a = { s, argv, ready, -1 };
 	struct contain none;
-	int fail[2], err;
+	int n = 0, fail[2], err;
 	pid_t pid;
 
+	snprintf(readyfd, sizeof readyfd, "%d", ready);
+	snprintf(budget, sizeof budget, "%lld", s->budget_ms);
+	snprintf(grace, sizeof grace, "%lld", s->grace_ms);
+	snprintf(maxout, sizeof maxout, "%lld", s->max_output);
+	snprintf(slots, sizeof slots, "--slots=%lld", s->slots);
+	argv[n++] = (char *)s->prog;
+	argv[n++] = "--budget-ms", argv[n++] = budget;
+	argv[n++] = "--grace-ms", argv[n++] = grace;
+	argv[n++] = "--max-output", argv[n++] = maxout;
+	argv[n++] = "--ready-fd", argv[n++] = readyfd;
+	argv[n++] = "--isolation", argv[n++] = (char *)s->isolation;
+	if (s->guest_user)
+		argv[n++] = "--guest-user", argv[n++] = (char *)s->guest_user;
+	if (s->require_isolation)
+		argv[n++] = "--require-isolation";
+	if (s->json)
+		argv[n++] = "--json";
+	if (s->chain)
+		argv[n++] = "--chain", argv[n++] = slots;
+	if (s->detached)
+		argv[n++] = "--log-stamps";   /* its lines join a log */
+	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
+	argv[n] = NULL;
 	if (pipe2(fail, O_CLOEXEC) < 0)
 		return -1;
 	a.fail = fail[1];
@@ -56,7 +82,7 @@ supspawn_start(const struct supspawn *s, const char *prog)
 	err = errno;
 	close(fail[1]);
 	if (pid >= 0 && read(fail[0], &err, sizeof err) == (ssize_t)sizeof err)
-		fprintf(stderr, "%s: cannot execute '%s': %s\n", prog, s->path, strerror(err));
+		fprintf(stderr, "%s: cannot execute '%s': %s\n", s->prog, s->path, strerror(err));
 	close(fail[0]);
 	errno = err;
 	return pid;

@@ -13,19 +13,26 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A supervisor to spawn.  argv names ready, the write end of the ready
- * pipe, which it inherits (every other descriptor of ours is closed on
- * its exec); in and log, when not -1, become its standard input, and its
- * standard output and error (a detached supervisor's). */
+/* The supervisors a start spawns: the program (ourselves) and what each
+ * is told on its command line (exec-run supervise's options; the state
+ * directory is not among them: a guest reads its parent's, so the
+ * supervisor finds it in EXEC_STATE_DIR).  in and log, when not -1,
+ * become a detached supervisor's standard input, and its standard output
+ * and error. */
 struct supspawn {
-	const char *path;
-	char *const *argv;
-	int ready, in, log;
+	const char *path, *prog;
+	long long budget_ms, grace_ms, max_output, slots;
+	const char *isolation, *guest_user;
+	bool require_isolation, json, chain, detached;
+	int in, log;
 };
 
-/* Spawn it in a session of its own: its pid, or -1 (errno).  An exec that
- * fails is said on standard error, after prog; it then starts nothing. */
-pid_t supspawn_start(const struct supspawn *s, const char *prog);
+/* Spawn a supervisor of run_id in a session of its own, with ready, the
+ * write end of the ready pipe, as the descriptor it answers on (every
+ * other descriptor of ours is closed on its exec): its pid, or -1
+ * (errno).  An exec that fails is said on standard error; it then starts
+ * nothing. */
+pid_t supspawn_start(const struct supspawn *s, const char *run_id, int ready);
 
 /* Wait (at most 10 s) on the read end of the ready pipe, and close it:
  * true if the supervisor started a run, copied into id (run_id, or the
