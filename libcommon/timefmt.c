@@ -6,13 +6,23 @@
 #include "cli.h"
 #include "timefmt.h"
 
-static bool in_utc;
+static bool in_utc, tz_read;
 
 void
 timefmt_utc(bool utc)
 {
 	in_utc = utc;
-	tzset();   /* read TZ now, once, rather than on some later call */
+}
+
+/* The zone is read once, at the first local time: a command that prints
+ * none (a lookup) does not open /etc/localtime at all. */
+static struct tm *
+local_tm(const time_t *t, struct tm *tm)
+{
+	if (!tz_read)
+		tzset();
+	tz_read = true;
+	return localtime_r(t, tm);
 }
 
 char *
@@ -21,7 +31,7 @@ timefmt_when(char *buf, size_t n, int64_t epoch_ms)
 	time_t t = (time_t)(epoch_ms / 1000);
 	struct tm tm;
 
-	if (epoch_ms <= 0 || !(in_utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) ||
+	if (epoch_ms <= 0 || !(in_utc ? gmtime_r(&t, &tm) : local_tm(&t, &tm)) ||
 	    strftime(buf, n, in_utc ? "%Y-%m-%d %H:%M:%SZ" : "%Y-%m-%d %H:%M:%S", &tm) == 0)
 		snprintf(buf, n, "-");
 	return buf;

@@ -7,6 +7,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 scripts/deps.sh || exit 1
 
+# The tests' temporary files (every test's state directory, dispatcher
+# store and logs) go on tmpfs when /dev/shm is one: the suite creates and
+# removes files by the hundred thousand, and on an ext4 without a journal
+# (these machines' root) each new file walks the inodes freed in the last
+# minutes (bench/README.md, "The filesystem under the state"), so a run on
+# /tmp slowed as it went.  The tests prove nothing about the disk itself.
+# EXECKIT_TEST_TMPDIR names another place.
+test_tmp=${EXECKIT_TEST_TMPDIR:-}
+if [ -z "$test_tmp" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+	test_tmp=$(mktemp -d /dev/shm/execkit-tests.XXXXXX) || exit 1
+	trap 'rm -rf "$test_tmp"' EXIT
+fi
+[ -z "$test_tmp" ] || export TMPDIR="$test_tmp"
+
 # The loaded run: the suites that once failed on a loaded machine (the
 # drills that time a dispatcher, a session, a restart or a soak, the
 # hostile and concurrent ones, exec-dispatcher and exec-shares) again on
@@ -15,18 +29,42 @@ scripts/deps.sh || exit 1
 # loaded throughout by useful work.  The tests wait on events with
 # generous bounds, so load only makes them slower; a failure here is a
 # timing assumption that a loaded machine breaks.  The other drills run in
-# both passes.
-loaded_pid=
+# both passes.  Two halves side by side: one bats in series outlasted the
+# sanitizer pass, and ran on alone at the end.
+loaded_pids=
 start_loaded_run() {
 	[ -x build/exec-run ] || return 0
-	loaded="tests/drills/dispatcher.bats tests/drills/session.bats tests/drills/soak.bats
-		tests/drills/restart.bats tests/drills/concurrency.bats tests/drills/hostile-guest.bats
-		tests/exec-dispatcher.bats tests/exec-shares.bats"
 	loaded_start=$(date +%s)
-	# shellcheck disable=SC2086 # the list is words
+	start_loaded_half 1 tests/drills/dispatcher.bats tests/drills/session.bats tests/drills/soak.bats \
+		tests/drills/restart.bats tests/drills/concurrency.bats tests/drills/hostile-guest.bats \
+		tests/exec-shares.bats
+	start_loaded_half 2 tests/exec-dispatcher.bats
+}
+
+start_loaded_half() {   # N FILE...: bats FILE... into build/loaded-N.tap
+	n=$1
+	shift
 	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
-		bats --tap $loaded >build/loaded.tap 2>&1 </dev/null &
-	loaded_pid=$!
+		bats --tap "$@" >"build/loaded-$n.tap" 2>&1 </dev/null &
+	loaded_pids="$loaded_pids $!"
+}
+
+# count_loaded TAP: add its cases to loaded_pass and loaded_fail; a plan
+# not finished counts as one failure.
+count_loaded() {
+	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$1" | head -1)
+	p=$(grep -c '^ok ' "$1")
+	f=$(grep -c '^not ok ' "$1")
+	loaded_pass=$((loaded_pass + p))
+	loaded_fail=$((loaded_fail + f))
+	if [ -z "$planned" ] || [ $((p + f)) -ne "$planned" ]; then
+		echo "--- the loaded run did not finish its plan ($1)"
+		tail -20 "$1"
+		loaded_fail=$((loaded_fail + 1))
+	elif [ "$f" -gt 0 ]; then
+		echo "--- failures in $1"
+		grep -vE '^ok ' "$1"
+	fi
 }
 
 status=0
@@ -74,8 +112,8 @@ fuzz_targets="runspec classify wire"
 if tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1; then
 	for t in $fuzz_targets; do
 		rm -rf "build/fuzz/corpus/$t" && mkdir -p "build/fuzz/corpus/$t"
-		build/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 \
-			-artifact_prefix=build/fuzz/crash-$t- "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
+		"build/fuzz/fuzz_$t" -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 \
+			-artifact_prefix="build/fuzz/crash-$t-" "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
 			>"build/fuzz/$t.log" 2>&1 &
 		echo $! >"build/fuzz/$t.pid"
 	done
@@ -101,20 +139,12 @@ make -s -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1 |
 
 loaded_pass=0
 loaded_fail=0
-if [ -n "$loaded_pid" ]; then
-	wait "$loaded_pid"
+if [ -n "$loaded_pids" ]; then
+	# shellcheck disable=SC2086 # the pids are words
+	wait $loaded_pids
 	echo "== loaded run (beside the sanitizer pass): $(($(date +%s) - loaded_start)) s"
-	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' build/loaded.tap | head -1)
-	loaded_pass=$(grep -c '^ok ' build/loaded.tap)
-	loaded_fail=$(grep -c '^not ok ' build/loaded.tap)
-	if [ -z "$planned" ] || [ $((loaded_pass + loaded_fail)) -ne "$planned" ]; then
-		echo "--- the loaded run did not finish its plan (build/loaded.tap)"
-		tail -20 build/loaded.tap
-		loaded_fail=$((loaded_fail + 1))
-	elif [ "$loaded_fail" -gt 0 ]; then
-		echo "--- failures in build/loaded.tap"
-		grep -vE '^ok ' build/loaded.tap
-	fi
+	count_loaded build/loaded-1.tap
+	count_loaded build/loaded-2.tap
 fi
 
 # Count test cases; a file that errored without failing a case counts once.
