@@ -18,6 +18,9 @@ test_tmp=${EXECKIT_TEST_TMPDIR:-}
 if [ -z "$test_tmp" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 	test_tmp=$(mktemp -d /dev/shm/execkit-tests.XXXXXX) || exit 1
 	trap 'rm -rf "$test_tmp"' EXIT
+	# open to all, as /tmp is: a guest run as another user (--guest-user
+	# nobody) executes from a directory the tests make in it
+	chmod 1777 "$test_tmp" || exit 1
 fi
 [ -z "$test_tmp" ] || export TMPDIR="$test_tmp"
 
