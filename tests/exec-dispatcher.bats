@@ -110,9 +110,12 @@ result_body() {
 # take RUN_IDS...: submit the runs and hand them to SID through the feed.
 take() {
 	local r
-	for r in "$@"; do submit "$r"; [[ $code == 200 ]]; done
+	for r in "$@"; do
+		submit "$r"
+		[[ $code == 200 ]] || { echo "take: submitting $r: $code $body" >&2; return 1; }
+	done
 	api GET "/v1/sessions/$SID/work?max=1000" "" "$CRED"
-	[[ $code == 200 ]]
+	[[ $code == 200 ]] || { echo "take: the work feed: $code $body" >&2; return 1; }
 }
 
 @test "--help, --version and an unknown option" {
