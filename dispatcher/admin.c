@@ -308,6 +308,7 @@ admin_session(struct req *rq, const char *status)
 		return tx_end(rq, internal(rq));
 	if (sqlite3_changes(dsp.store.db.h) == 0)
 		return tx_end(rq, fail(rq, 404, "unknown_session", "no session '%s'", rq->arg));
+	work_session_ended();
 	return tx_end(rq, answer(rq, 200, json_pack("{s:s}", "status", status)));
 }
 

@@ -328,6 +328,8 @@ int run_requeue(struct ek_err *e, const char *run_id, const char *state, const c
 
 /* Ring the work bell: runs became queued; a waiting feed looks again. */
 void work_ring(void);
+/* A session ended: every waiting feed looks again (its own gets its 410). */
+void work_session_ended(void);
 
 handler_fn h_work, h_receipts, h_handback;
 

@@ -162,9 +162,12 @@ h_negotiate(struct req *rq)
 	if (tx_begin(rq) < 0)
 		return 500;
 	status = key_prove(rq, xid, key, key_sha);
-	if (status == 0 && (sql_exec(&rq->e, "UPDATE sessions SET status='replaced'"
-	    " WHERE executor_id=? AND status='current'", "s", xid) < 0 ||
-	    sql_exec(&rq->e, "INSERT INTO sessions(session_id, incarnation, executor_id,"
+	if (status == 0 && sql_exec(&rq->e, "UPDATE sessions SET status='replaced'"
+	    " WHERE executor_id=? AND status='current'", "s", xid) < 0)
+		status = internal(rq);
+	else if (status == 0 && sqlite3_changes(dsp.store.db.h) > 0)
+		work_session_ended();
+	if (status == 0 && (sql_exec(&rq->e, "INSERT INTO sessions(session_id, incarnation, executor_id,"
 	    " cred_sha256, status, lease_expires_ms, created_ms) VALUES(?,?,?,?,'current',?,?)",
 	    "ssssii", sid, dsp.store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0 ||
 	    sql_exec(&rq->e, "INSERT INTO session_keys(session_id, key_sha256) VALUES(?,?)",
@@ -216,8 +219,10 @@ h_close(struct req *rq)
 		if (sql_exec(&rq->e, "UPDATE sessions SET status='closed' WHERE session_id=?",
 		    "s", rq->arg) < 0)
 			status = internal(rq);
-		else
+		else {
+			work_session_ended();
 			status = answer(rq, 200, json_pack("{s:s}", "status", "closed"));
+		}
 	}
 	return tx_end(rq, status);
 }

@@ -42,14 +42,17 @@ enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIE
  * ring leaves a token for a registered one, so a ring between a look and
  * the wait after it is never missed.  Ringing inside the submitter's
  * transaction is enough: the woken waiter's look takes the store's mutex
- * after that transaction.
+ * after that transaction.  A session that ends (closed, revoked, expired,
+ * replaced) wakes every waiter instead, rarely enough not to matter: the
+ * ended session's waiter must get its 410 now, not when its wait runs out.
  */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int waiters;   /* registered: looking or waiting */
 	int tokens;    /* rings not taken yet, at most one per waiter */
-} bell = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	unsigned ends; /* sessions ended so far */
+} bell = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
 
 void
 work_ring(void)
@@ -62,6 +65,26 @@ work_ring(void)
 	pthread_mutex_unlock(&bell.mu);
 }
 
+void
+work_session_ended(void)
+{
+	pthread_mutex_lock(&bell.mu);
+	bell.ends++;
+	pthread_cond_broadcast(&bell.cv);
+	pthread_mutex_unlock(&bell.mu);
+}
+
+static unsigned
+bell_ends(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&bell.mu);
+	n = bell.ends;
+	pthread_mutex_unlock(&bell.mu);
+	return n;
+}
+
 static void
 bell_register(bool in)
 {
@@ -72,18 +95,19 @@ bell_register(bool in)
 	pthread_mutex_unlock(&bell.mu);
 }
 
-/* Wait for a ring's token, until ms pass, the dispatcher stops or the
- * peer hangs up (in slices, so that the last two are noticed): true when
- * this waiter took a token. */
+/* Wait for a ring's token, until ms pass, a session ends after the count
+ * ends, the dispatcher stops or the peer hangs up (in slices, so that the
+ * last two are noticed): true when this waiter took a token. */
 static bool
-bell_await(int64_t ms, struct MHD_Connection *conn)
+bell_await(int64_t ms, unsigned ends, struct MHD_Connection *conn)
 {
 	int64_t end = mono_ms() + ms, left;
 	struct timespec until;
 	bool rung;
 
 	pthread_mutex_lock(&bell.mu);
-	while (!bell.tokens && (left = end - mono_ms()) > 0 && !atomic_load(&dsp.stopping)) {
+	while (!bell.tokens && bell.ends == ends && (left = end - mono_ms()) > 0 &&
+	    !atomic_load(&dsp.stopping)) {
 		pthread_mutex_unlock(&bell.mu);
 		if (peer_gone(conn))
 			return false;
@@ -93,7 +117,7 @@ bell_await(int64_t ms, struct MHD_Connection *conn)
 		until.tv_nsec += (long)(left % 1000) * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
-		if (!bell.tokens)
+		if (!bell.tokens && bell.ends == ends)
 			pthread_cond_timedwait(&bell.cv, &bell.mu, &until);
 	}
 	if ((rung = bell.tokens > 0))
@@ -184,6 +208,7 @@ h_work(struct req *rq)
 	const char *w = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
 	int64_t max = FEED_DEFAULT, wait = 0, end, took = 0;
 	bool rung = false;
+	unsigned ends;
 	int status;
 
 	if (m && cli_parse_i64(m, 0, INT32_MAX, &max) < 0)
@@ -198,9 +223,11 @@ h_work(struct req *rq)
 	MHD_set_connection_option(rq->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned int)(wait / 1000 + 15));
 	end = mono_ms() + wait;
 	bell_register(true);
-	while ((status = feed_look(rq, max, mono_ms() < end, &took)) == 1) {
+	/* the count before each look: an end between the look and the wait
+	 * is not missed */
+	while (ends = bell_ends(), (status = feed_look(rq, max, mono_ms() < end, &took)) == 1) {
 		http_park(rq, true);
-		rung = bell_await(end - mono_ms(), rq->conn);
+		rung = bell_await(end - mono_ms(), ends, rq->conn);
 		http_park(rq, false);
 		if (peer_gone(rq->conn)) {
 			status = fail(rq, 400, "invalid", "the client went away");
