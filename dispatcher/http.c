@@ -269,7 +269,7 @@ dispatch(struct req *rq)
  * negotiations, which are never refused for load (a session must not
  * expire because its executor's deliveries were throttled), and the admin
  * endpoints.  The gate counts the requests it may refuse, each from its
- * first byte to its end; /admin/stats counts every request.
+ * first byte to its answer; /admin/stats counts every request.
  */
 static struct {
 	atomic_llong in_flight, max_in_flight, requests, gated_429, gated_rate, retry_after_max;
@@ -435,17 +435,36 @@ gate_closed(struct req *rq, int64_t *turn_ms)
 }
 
 /* A request that waits for an event (a long poll) or for its turn is not
- * work in flight: parked, it leaves the in-flight count and the gate's. */
+ * work in flight: parked, it leaves the in-flight count and the gate's.
+ * The gate's count moves first when it leaves and last when it comes
+ * back, so a reader who sees it waiting sees it out of the gate. */
 void
 http_park(struct req *rq, bool parked)
 {
 	long long d = parked ? -1 : 1;
 
-	atomic_fetch_add(&stats.waiting, -d);
+	if (rq->gateable && parked)
+		atomic_fetch_add(&stats.gateable, d);
 	if (rq->gated)
 		atomic_fetch_add(&stats.in_flight, d);
-	if (rq->gateable)
+	atomic_fetch_add(&stats.waiting, -d);
+	if (rq->gateable && !parked)
 		atomic_fetch_add(&stats.gateable, d);
+}
+
+/* rq is answered (or dropped): it leaves the counts, once.  Called as soon
+ * as its answer is queued, not only at libmicrohttpd's completion: a
+ * client that has its answer may send the next request before the
+ * completion runs on a loaded machine, and must not find the gate full of
+ * a request already answered. */
+static void
+gate_leave(struct req *rq)
+{
+	if (rq->gated)
+		atomic_fetch_sub(&stats.in_flight, 1);
+	if (rq->gateable)
+		atomic_fetch_sub(&stats.gateable, 1);
+	rq->gated = rq->gateable = false;
 }
 
 void
@@ -575,6 +594,7 @@ req_finish(struct req *rq)
 	}
 	if (run_id[0])
 		flight_leave(run_id);
+	gate_leave(rq);
 	return r;
 }
 
@@ -607,10 +627,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 
 	if (!rq)
 		return;
-	if (rq->gated)
-		atomic_fetch_sub(&stats.in_flight, 1);
-	if (rq->gateable)
-		atomic_fetch_sub(&stats.gateable, 1);
+	gate_leave(rq);
 	json_decref(rq->in);
 	json_decref(rq->out);
 	free(rq->body);

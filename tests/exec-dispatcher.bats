@@ -72,7 +72,7 @@ api() {
 	if [[ -n $data ]]; then
 		args+=(-H 'Content-Type: application/json' --data-binary "$data")
 	fi
-	code=$(curl "${args[@]}" "$DISP_URL$path") || code="curl-$?"
+	code=$("$HTTPC" "${args[@]}" "$DISP_URL$path") || code="curl-$?"
 	body=$(cat "$BATS_TEST_TMPDIR/resp" 2>/dev/null || true)
 	rm -f "$BATS_TEST_TMPDIR/resp"
 }
@@ -699,7 +699,7 @@ feed_wait() {
 	api GET /admin/stats
 	[[ $(num in_flight) == 1 ]]                            # this read only: the wait is parked
 	api GET "/v1/sessions/$SID/work?max=0" "" "$CRED"
-	[[ $code == 200 ]]                                      # the gate (1) lets a request through
+	[[ $code == 200 ]] || fail "the gate (1) did not let a request through: $code $body"
 	submit w1
 	wait "$FEED_PID"
 	[[ $(<"$BATS_TEST_TMPDIR/wcode") == 200 ]]
