@@ -48,7 +48,7 @@ start_loaded_half() {   # N FILE...: bats FILE... into build/loaded-N.tap
 	n=$1
 	shift
 	EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
-		bats --tap "$@" >"build/loaded-$n.tap" 2>&1 </dev/null &
+		bats --tap --timing "$@" >"build/loaded-$n.tap" 2>&1 </dev/null &
 	loaded_pids="$loaded_pids $!"
 }
 
