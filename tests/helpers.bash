@@ -10,20 +10,22 @@ bats_require_minimum_version 1.5.0
 
 # bats-support and bats-assert, their files sourced here: their load.bash
 # forks a dirname for each file, some thirty processes for every test.
-for f in /usr/lib/bats/bats-support/src/{output,error,lang}.bash /usr/lib/bats/bats-assert/src/*.bash; do
+for bats_lib in /usr/lib/bats/bats-support/src/{output,error,lang}.bash /usr/lib/bats/bats-assert/src/*.bash; do
 	# shellcheck disable=SC1090
-	source "$f"
+	source "$bats_lib"
 done
+unset bats_lib
 
 # Exit codes come from libcommon/err.h (EK_NAME = EX_NAME), resolved through
 # the system's sysexits.h: the tests never keep a copy of the numbers.  Once
 # a run, into a file its tests source.
 ek_codes=${BATS_RUN_TMPDIR:-$BATS_TEST_TMPDIR}/ek-codes.sh
 if [ ! -s "$ek_codes" ]; then
+	ek_tmp=$ek_codes.$BASHPID
 	sed -n 's/^[[:space:]]*\(EK_[A-Z]*\) = \(EX_[A-Z]*\),.*/\1 \2/p' "$SRC/libcommon/err.h" |
 		while read -r ek ex; do
 			printf '%s=%s\n' "$ek" "$(sed -n "s/^#define[[:space:]]*${ex}[[:space:]]*\([0-9]*\).*/\1/p" /usr/include/sysexits.h)"
-		done >"$ek_codes.$$" && mv "$ek_codes.$$" "$ek_codes"
+		done >"$ek_tmp" && mv "$ek_tmp" "$ek_codes"
 fi
 # shellcheck disable=SC1090
 source "$ek_codes"
