@@ -1,33 +1,33 @@
 /*
  * httpc — the tests' HTTP client: the subset of curl's command line the
- * test helpers use, over a plain socket.  curl loads some thirty shared
+ * test helpers use, over the tools' own http_request() (http.h: plain
+ * http:// goes over wire.c's socket).  curl loads some thirty shared
  * libraries and initialises TLS at every start (20-35 ms of CPU here);
  * the suite makes thousands of admin calls, and spent about a sixth of
  * its time in curl.  An option outside the subset is an error, never
- * ignored: a test that needs more uses curl.
+ * ignored: a test that needs more uses curl.  The headers it can send
+ * are the tools' own: Authorization: Bearer, and Content-Type:
+ * application/json (always, with a body).
  *
  *   httpc [-s] [-S] [--noproxy H] [-m|--max-time S] [-X METHOD]
  *         [-H 'Name: value' | -H @FILE]... [-d|--data-binary DATA|@FILE]
  *         [-o FILE] [-w FORMAT] [--config FILE] URL...
  *
  * -w knows %{http_code} and \n.  --config reads `url = "…"` lines.  Each
- * URL is one request on its own connection; the body goes to stdout (or
- * -o, one URL only), then the -w text.  Exit status as curl's: 0, 2
- * usage, 3 bad URL, 7 no connection, 26 unreadable file, 28 timed out,
- * 52 no answer at all, 56 a broken answer.
+ * URL is one request (on the connection the last one kept, as the tools
+ * do); the body goes to stdout (or -o, one URL only), then the -w text.
+ * Exit status as curl's: 0, 2 usage, 7 no connection, 26 unreadable
+ * file, 28 timed out, 52 no answer.
  */
-#include <errno.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-enum { E_USAGE = 2, E_URL = 3, E_CONNECT = 7, E_READ = 26, E_TIMEOUT = 28, E_EMPTY = 52, E_RECV = 56 };
+#include "clock.h"
+#include "http.h"
+
+enum { E_USAGE = 2, E_CONNECT = 7, E_READ = 26, E_TIMEOUT = 28, E_NO_ANSWER = 52 };
 
 struct buf {
 	char *p;
@@ -36,7 +36,8 @@ struct buf {
 
 static struct {
 	const char *method, *out, *fmt;
-	struct buf headers, data;
+	char *bearer;
+	struct buf data;
 	int has_data;
 	double max_time;
 	char *urls[4096];
@@ -84,25 +85,20 @@ put_file(struct buf *b, const char *path)
 		fclose(f);
 }
 
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* A header line, or with @FILE each line of the file. */
+/* A header line, or with @FILE each line of the file: only the two the
+ * tools send. */
 static void
 add_header(const char *h)
 {
+	static const char auth[] = "Authorization: Bearer ";
 	struct buf f = { 0 };
 	char *line, *save = NULL;
 
 	if (h[0] != '@') {
-		put(&opt.headers, h, strlen(h));
-		put(&opt.headers, "\r\n", 2);
+		if (!strncmp(h, auth, sizeof auth - 1))
+			opt.bearer = strdup(h + sizeof auth - 1);
+		else if (strcmp(h, "Content-Type: application/json"))
+			die(E_USAGE, "unsupported header '%s' (use curl)", h);
 		return;
 	}
 	put_file(&f, h + 1);
@@ -197,130 +193,14 @@ parse_args(int argc, char **argv)
 		opt.method = opt.has_data ? "POST" : "GET";
 }
 
-/* Connect to http://HOST:PORT of url; *path gets the rest. */
+/* curl's exit status for a request that got no answer. */
 static int
-connect_url(const char *url, char *host, size_t hostsz, const char **path, double deadline)
+no_answer(const struct http_reply *r)
 {
-	const char *h = url + 7, *slash, *colon;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
-	struct pollfd p;
-	int fd, err = 0;
-	socklen_t len = sizeof err;
-	char port[8] = "80";
-
-	if (strncmp(url, "http://", 7))
-		die(E_URL, "only http:// URLs: '%s'", url);
-	slash = strchr(h, '/');
-	*path = slash ? slash : "/";
-	colon = memchr(h, ':', slash ? (size_t)(slash - h) : strlen(h));
-	if ((size_t)((colon ? colon : slash ? slash : h + strlen(h)) - h) >= hostsz)
-		die(E_URL, "host too long: '%s'", url);
-	snprintf(host, hostsz, "%.*s", (int)((colon ? colon : slash ? slash : h + strlen(h)) - h), h);
-	if (colon)
-		snprintf(port, sizeof port, "%.*s", (int)((slash ? slash : h + strlen(h)) - colon - 1), colon + 1);
-	if (getaddrinfo(host, port, &hints, &ai))
-		die(E_CONNECT, "cannot resolve '%s'", host);
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS))
-		die(E_CONNECT, "cannot connect to %s", url);
-	freeaddrinfo(ai);
-	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
-	if (poll(&p, 1, (int)((deadline - now_s()) * 1000)) == 0)
-		die(E_TIMEOUT, "timed out connecting to %s", url);
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err)
-		die(E_CONNECT, "cannot connect to %s", url);
-	return fd;
-}
-
-/* Wait for fd to be ready for events, or die at the deadline. */
-static void
-await(int fd, short events, double deadline, const char *url)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-	double left = deadline - now_s();
-
-	if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0)
-		die(E_TIMEOUT, "timed out: %s", url);
-}
-
-/* One request; the whole answer (head and body) into ans. */
-static void
-exchange(const char *url, struct buf *ans, double deadline)
-{
-	struct buf req = { 0 };
-	char host[256], line[512], chunk[65536];
-	const char *path;
-	int fd = connect_url(url, host, sizeof host, &path, deadline);
-	size_t off = 0;
-	ssize_t n;
-
-	snprintf(line, sizeof line, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n",
-	    opt.method, path, host);
-	put(&req, line, strlen(line));
-	if (opt.headers.n)
-		put(&req, opt.headers.p, opt.headers.n);
-	if (opt.has_data) {
-		snprintf(line, sizeof line, "Content-Length: %zu\r\n", opt.data.n);
-		put(&req, line, strlen(line));
-	}
-	put(&req, "\r\n", 2);
-	if (opt.has_data && opt.data.n)
-		put(&req, opt.data.p, opt.data.n);
-	while (off < req.n) {
-		await(fd, POLLOUT, deadline, url);
-		if ((n = send(fd, req.p + off, req.n - off, MSG_NOSIGNAL)) < 0 && errno != EAGAIN)
-			die(E_RECV, "send failed: %s", url);
-		off += n > 0 ? (size_t)n : 0;
-	}
-	free(req.p);
-	for (;;) {
-		await(fd, POLLIN, deadline, url);
-		if ((n = recv(fd, chunk, sizeof chunk, 0)) == 0)
-			break;
-		if (n < 0 && errno != EAGAIN)
-			die(E_RECV, "receive failed: %s", url);
-		if (n > 0)
-			put(ans, chunk, (size_t)n);
-	}
-	close(fd);
-}
-
-/* Decode a chunked body in place; its length. */
-static size_t
-unchunk(char *b, size_t n)
-{
-	char *r = b, *w = b, *end = b + n;
-	unsigned long len;
-
-	while (r < end && (len = strtoul(r, NULL, 16)) > 0) {
-		if (!(r = memmem(r, (size_t)(end - r), "\r\n", 2)) || (size_t)(end - r - 2) < len)
-			die(E_RECV, "%s", "a broken chunked body");
-		memmove(w, r + 2, len);
-		w += len;
-		r += 2 + len + 2;
-	}
-	return (size_t)(w - b);
-}
-
-/* Write the body of ans to out; the status code. */
-static int
-answer(struct buf *ans, FILE *out, const char *url)
-{
-	char *head_end = ans->p ? strstr(ans->p, "\r\n\r\n") : NULL, *body;
-	size_t n;
-	int code;
-
-	if (ans->n == 0)
-		die(E_EMPTY, "empty reply: %s", url);
-	if (!head_end || sscanf(ans->p, "HTTP/1.%*d %d", &code) != 1)
-		die(E_RECV, "not an HTTP answer: %s", url);
-	*head_end = '\0';
-	body = head_end + 4;
-	n = ans->n - (size_t)(body - ans->p);
-	if (strcasestr(ans->p, "\r\nTransfer-Encoding: chunked"))
-		n = unchunk(body, n);
-	fwrite(body, 1, n, out);
-	return code;
+	if (r->timed_out)
+		return E_TIMEOUT;
+	return strncmp(r->transport, "cannot connect", 14) && strncmp(r->transport, "cannot resolve", 14) ?
+	    E_NO_ANSWER : E_CONNECT;
 }
 
 static void
@@ -344,23 +224,28 @@ print_fmt(int code)
 int
 main(int argc, char **argv)
 {
-	double deadline;
-	int i, code;
+	struct ek_err e = { 0 };
+	int64_t deadline;
+	int i;
 
 	parse_args(argc, argv);
-	deadline = now_s() + opt.max_time;
+	deadline = mono_ms() + (int64_t)(opt.max_time * 1000);
 	for (i = 0; i < opt.nurls; i++) {
-		struct buf ans = { 0 };
+		struct http_reply r;
 		FILE *out = stdout;
 
-		exchange(opt.urls[i], &ans, deadline);
+		if (http_request(opt.method, opt.urls[i], opt.bearer, opt.has_data ? (opt.data.p ? opt.data.p : "") : NULL,
+		    opt.data.n, deadline - mono_ms(), &r, &e) < 0)
+			die(1, "%s", e.msg);
+		if (r.status == 0)
+			die(no_answer(&r), "%s: %s", opt.urls[i], r.transport);
 		if (opt.out && !(out = fopen(opt.out, "wb")))
 			die(E_READ, "cannot write '%s'", opt.out);
-		code = answer(&ans, out, opt.urls[i]);
+		fwrite(r.body, 1, r.len, out);
 		if (out != stdout)
 			fclose(out);
-		print_fmt(code);
-		free(ans.p);
+		print_fmt((int)r.status);
+		http_reply_free(&r);
 	}
 	return fflush(stdout) == 0 ? 0 : 1;
 }
