@@ -11,8 +11,9 @@ bash-completion prometheus bsdutils groff-base shellcheck ${EXTRA_PKGS:-}"
 # clang + libclang-rt-dev build the libFuzzer targets (tests/fuzz/); fiu-utils
 # (libfiu) injects the I/O errors of tests/drills/io-faults.bats.
 pkgs="$pkgs clang libclang-rt-dev fiu-utils"
-# gnuplot-nox draws bench/fleet.sh's picture (bench/fleet.png).
-pkgs="$pkgs gnuplot-nox"
+# gnuplot-nox draws bench/fleet.sh's picture (bench/fleet.png); strace
+# counts system calls and widens a race in the tests.
+pkgs="$pkgs gnuplot-nox strace"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -125,6 +125,27 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
 }
 
+@test "a TERM that comes as the pause begins (between the look at the stop and the wait) ends it at once too" {
+	command -v strace >/dev/null || skip "no strace"
+	start_dispatcher
+	# Every fork of the loop returns to it 0.5 s late (strace; its guests
+	# and tools are not traced), so the TERM sent when the loop says "next
+	# try in" comes while it forks the pause: after its last look at the
+	# stop, before its wait.  Waited on, that pause would last its tick.
+	strace -o /dev/null -e trace=clone,clone3 -e inject=clone,clone3:delay_exit=500000 \
+		exec-loop --dispatcher "$DISP_URL" --tick 30 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	local tracer=$! loop t0
+	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'
+	loop=$(pgrep -P "$tracer") || fail "no loop under strace"
+	stop_dispatcher
+	wait_until 'grep -q "next try in" "$BATS_TEST_TMPDIR/loop.err"'
+	t0=$SECONDS
+	kill -TERM "$loop"
+	wait "$tracer" || true
+	(( SECONDS - t0 < 25 )) || fail "the stop waited for the pause: $((SECONDS - t0)) s"
+	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
+}
+
 # pauses_while_down OPTION...: a loop with OPTIONS whose dispatcher goes
 # away; the pauses (ms) of its first six tries after that, one a line.
 pauses_while_down() {
