@@ -25,87 +25,69 @@ if [ -z "$test_tmp" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; th
 fi
 [ -z "$test_tmp" ] || export TMPDIR="$test_tmp"
 
-# The loaded run: the suites that once failed on a loaded machine (the
-# drills that time a dispatcher, a session, a restart or a soak, the
-# hostile and concurrent ones, exec-dispatcher and exec-shares) again on
-# the plain build, in the background during the sanitizer pass: its four
-# jobs of sanitized processes keep both cores busy, so the machine is
-# loaded throughout by useful work.  The tests wait on events with
-# generous bounds, so load only makes them slower; a failure here is a
-# timing assumption that a loaded machine breaks.  The other drills run in
-# both passes.  Two halves side by side: one bats in series outlasted the
-# sanitizer pass, and ran on alone at the end.
-loaded_pids=
-start_loaded_run() {
-	[ -x build/exec-run ] || return 0
-	loaded_start=$(date +%s)
-	start_loaded_half 1 tests/drills/dispatcher.bats tests/drills/session.bats tests/drills/soak.bats \
-		tests/drills/restart.bats tests/drills/concurrency.bats tests/drills/hostile-guest.bats \
-		tests/exec-shares.bats
-	start_loaded_half 2 tests/exec-dispatcher.bats
-}
-
-start_loaded_half() {   # N FILE...: bats FILE... into build/loaded-N.tap; its end time in build/loaded-N.end
-	n=$1
-	shift
-	rm -f "build/loaded-$n.end"
-	{
-		EXECKIT_BUILDDIR="$top/build" EXECKIT_SRCDIR="$top" DRILL_SEEDS=2 SOAK_KILLS=3 RESTART_STOPS=6 \
-			bats --tap --timing "$@" >"build/loaded-$n.tap" 2>&1 </dev/null
-		date +%s >"build/loaded-$n.end"
-	} &
-	loaded_pids="$loaded_pids $!"
-}
-
-# count_loaded TAP: add its cases to loaded_pass and loaded_fail; a plan
-# not finished counts as one failure.
-count_loaded() {
-	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$1" | head -1)
-	p=$(grep -c '^ok ' "$1")
-	f=$(grep -c '^not ok ' "$1")
-	loaded_pass=$((loaded_pass + p))
-	loaded_fail=$((loaded_fail + f))
-	if [ -z "$planned" ] || [ $((p + f)) -ne "$planned" ]; then
-		echo "--- the loaded run did not finish its plan ($1)"
-		tail -20 "$1"
-		loaded_fail=$((loaded_fail + 1))
-	elif [ "$f" -gt 0 ]; then
-		echo "--- failures in $1"
-		grep -vE '^ok ' "$1"
-	fi
-}
-
-status=0
-for variant in plain sanitizers; do
-	dir=build
-	flags=
-	if [ "$variant" = sanitizers ]; then
-		dir=build-san
-		flags=--enable-sanitizers
-	fi
-	# shellcheck disable=SC2086 # flags is one optional word
-	scripts/build.sh "$dir" $flags || { echo "build ($variant) failed"; status=1; continue; }
-	echo "== test suite ($variant)"
-	# Under the sanitizers every process is several times slower, and what
-	# they look for (memory and undefined behaviour) is found on the first
-	# pass through a path: the crash drills take fewer seeds there (the
-	# plain run alone makes > 250 crashes), and the loop fewer stops (its
-	# signal handling is the shell's; 200 stops in the plain run).
+# run_pass VARIANT DIR JOBS: the whole suite on DIR's build, JOBS files at
+# once; its seconds into DIR/pass.seconds.  Under the sanitizers every
+# process is several times slower, and what they look for (memory and
+# undefined behaviour) is found on the first pass through a path: the
+# crash drills take fewer seeds there (the plain pass alone makes > 250
+# crashes), and the loop fewer stops (its signal handling is the shell's;
+# 200 stops in the plain pass).
+run_pass() {
 	seeds=14 kills=12 stops=200
-	[ "$variant" = sanitizers ] && seeds=3 kills=3 stops=20
-	[ "$variant" = sanitizers ] && start_loaded_run
-	start=$(date +%s)
+	[ "$1" = sanitizers ] && seeds=3 kills=3 stops=20
+	pass_start=$(date +%s)
 	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:handle_sigill=1 \
-		make -s -j4 -C "$dir" check >/dev/null 2>&1 || status=1
-	echo "   $(($(date +%s) - start)) s"
-	for trs in "$dir"/tests/*.trs "$dir"/tests/drills/*.trs; do
+		make -s -j"$3" -C "$2" check >/dev/null 2>&1
+	pass_rc=$?
+	echo $(($(date +%s) - pass_start)) >"$2/pass.seconds"
+	return $pass_rc
+}
+
+# report_pass VARIANT DIR: its time and the log of each failed file.
+report_pass() {
+	echo "== test suite ($1): $(cat "$2/pass.seconds" 2>/dev/null || echo '?') s"
+	for trs in "$2"/tests/*.trs "$2"/tests/drills/*.trs; do
+		[ -f "$trs" ] || continue
 		if grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
 			echo "--- failures in ${trs%.trs}.log"
 			grep -vE '^ok ' "${trs%.trs}.log"
 		fi
 	done
-done
+}
+
+# The two passes run side by side: the sanitized build is made and tested
+# while the plain pass runs.  Each loads the machine for the other, so
+# every suite runs on a loaded machine throughout (the tests wait on
+# events with generous bounds: load only makes them slower, and a failure
+# is a timing assumption that load breaks), and neither waits for the
+# other's idle moments.  This replaces a "loaded run" that repeated the
+# suites that once failed under load beside the sanitized pass.
+status=0
+rm -f build/pass.seconds build-san/pass.seconds
+if ! scripts/build.sh build; then
+	echo "build (plain) failed"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+{
+	scripts/build.sh build-san --enable-sanitizers || exit 2
+	run_pass sanitizers build-san 4
+} &
+san_pid=$!
+run_pass plain build 3 || status=1
+# the fuzz targets (clang) are built beside the rest of the sanitized pass
+tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1
+fuzz_built=$?
+wait "$san_pid"
+case $? in
+0) ;;
+2) echo "build (sanitizers) failed"; status=1 ;;
+*) status=1 ;;
+esac
+echo "== both passes, side by side: $(($(date +%s) - run_start)) s from the start"
+report_pass plain build
+report_pass sanitizers build-san
 
 # The crash drills' tally (tests/drills/crash-*.bats print it on fd 3).
 for dir in build build-san; do
@@ -114,13 +96,23 @@ for dir in build build-san; do
 		END { if (p) printf "== crash drills (%s): %d point runs, %d kill -9 crashes, 0 violations\n", d, p, n }'
 done
 
+# The distcheck (the tarball builds and passes the contract tests), beside
+# the fuzzing.
+dist_start=$(date +%s)
+{
+	make -s -j2 -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1
+	echo $? >build/distcheck.rc
+	echo $(($(date +%s) - dist_start)) >build/distcheck.seconds
+} &
+dist_pid=$!
+
 # Fuzzing: each libFuzzer target (ASan + UBSan) for FUZZ_SECONDS (default
-# 20), both at once, from the committed seeds; each target is one test case.
-echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target)"
+# 20), all at once, from the committed seeds; each target is one test case.
+echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target, beside the distcheck)"
 fuzz_pass=0
 fuzz_fail=0
 fuzz_targets="runspec classify wire"
-if tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1; then
+if [ "$fuzz_built" -eq 0 ]; then
 	for t in $fuzz_targets; do
 		rm -rf "build/fuzz/corpus/$t" && mkdir -p "build/fuzz/corpus/$t"
 		"build/fuzz/fuzz_$t" -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 \
@@ -144,22 +136,10 @@ else
 	fuzz_fail=3
 fi
 
-echo "== make distcheck (the tarball builds and passes the contract tests)"
-dist=0
-start=$(date +%s)
-make -s -j2 -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1 || { dist=1; tail -20 build/distcheck.log; }
-echo "   $(($(date +%s) - start)) s"
-
-loaded_pass=0
-loaded_fail=0
-if [ -n "$loaded_pids" ]; then
-	# shellcheck disable=SC2086 # the pids are words
-	wait $loaded_pids
-	loaded_end=$(cat build/loaded-1.end build/loaded-2.end 2>/dev/null | sort -n | tail -1)
-	echo "== loaded run (beside the sanitizer pass): $((${loaded_end:-$(date +%s)} - loaded_start)) s"
-	count_loaded build/loaded-1.tap
-	count_loaded build/loaded-2.tap
-fi
+wait "$dist_pid"
+echo "== make distcheck (the tarball builds and passes the contract tests): $(cat build/distcheck.seconds) s"
+dist=$(cat build/distcheck.rc)
+[ "$dist" -eq 0 ] || tail -20 build/distcheck.log
 
 # Count test cases; a file that errored without failing a case counts once.
 passed=0
@@ -173,8 +153,8 @@ for trs in build/tests/*.trs build/tests/drills/*.trs build-san/tests/*.trs buil
 	failed=$((failed + f))
 done
 if [ "$dist" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-passed=$((passed + fuzz_pass + loaded_pass))
-failed=$((failed + fuzz_fail + loaded_fail))
+passed=$((passed + fuzz_pass))
+failed=$((failed + fuzz_fail))
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
 echo "== the whole run: $(($(date +%s) - run_start)) s"
 echo "$passed passed, $failed failed"
