@@ -164,7 +164,10 @@ done
 if [ "$dist" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 passed=$((passed + fuzz_pass))
 failed=$((failed + fuzz_fail))
-[ "$failed" -eq 0 ] && [ "$status" -eq 0 ] || status=1
+# a pass that failed without a failed case (a build, a file that never
+# ran) still says so in the summary
+[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+[ "$failed" -eq 0 ] || status=1
 echo "== the whole run: $(($(date +%s) - run_start)) s"
 echo "$passed passed, $failed failed"
 exit "$status"
