@@ -12,8 +12,9 @@ bash-completion prometheus bsdutils groff-base shellcheck ${EXTRA_PKGS:-}"
 # (libfiu) injects the I/O errors of tests/drills/io-faults.bats.
 pkgs="$pkgs clang libclang-rt-dev fiu-utils"
 # gnuplot-nox draws bench/fleet.sh's picture (bench/fleet.png); strace
-# counts system calls and widens a race in the tests.
-pkgs="$pkgs gnuplot-nox strace"
+# counts system calls and widens a race in the tests; bash-builtins makes
+# the tests' polling sleep a builtin (tests/helpers.bash).
+pkgs="$pkgs gnuplot-nox strace bash-builtins"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
