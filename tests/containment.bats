@@ -11,7 +11,7 @@ setup() {
 	PIDFILE="$BATS_TEST_TMPDIR/descendant.pid"
 	# The descendants sleep as "$BATS_TEST_TMPDIR/nap", so that teardown's
 	# pkill of the test directory ends any that a failing test left behind.
-	cp "$(command -v sleep)" "$BATS_TEST_TMPDIR/nap"
+	cp "$(type -P sleep)" "$BATS_TEST_TMPDIR/nap"
 	TEST_CGROUP=
 }
 
