@@ -52,7 +52,7 @@ exported_ids() {
 	start_dispatcher --lease-ms 3600000   # the lease is not what this test is about
 	open_session
 	local gate=$BATS_TEST_TMPDIR/go done=$BATS_TEST_TMPDIR/guest-done err=$BATS_TEST_TMPDIR/sup.err
-	submit_and_accept "$(spec r1 /bin/sh "[\"-c\",\"i=0; while [ ! -e $gate ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done; touch $done\"]")"
+	submit_and_accept "$(spec r1 /bin/sh "[\"-c\",\"$(guest_wait "$gate"); touch $done\"]")"
 	exec-run supervise r1 >"$BATS_TEST_TMPDIR/sup.out" 2>"$err" 3>&- &
 	local sup=$!
 	wait_until '[ "$(sql "SELECT guest_pid > 0 FROM runs WHERE run_id = '\''r1'\''")" = 1 ]'

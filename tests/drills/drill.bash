@@ -26,7 +26,7 @@ export LEDGER GO DRILLS PIDS_FILE
 # before exiting; SLEEP (seconds, e.g. 0.1) makes it take that long.
 gspec() {
 	local script="echo \\\"\$EXEC_RUN_ID\\\" >> $LEDGER"
-	[ "${3:-0}" = 1 ] && script="$script; i=0; while [ ! -e $GO ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done"
+	[ "${3:-0}" = 1 ] && script="$script; $(guest_wait "$GO")"
 	[ -n "${4:-}" ] && script="$script; sleep $4"
 	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","%s; exit %d"]}' \
 		"$1" "$1" "$script" "${2:-0}"

@@ -65,7 +65,7 @@ full_fs() {
 # waits for $GO first when GATED=1).
 filler_spec() {
 	local script="echo $1 >> $LEDGER"
-	[ "${2:-0}" = 1 ] && script="$script; i=0; while [ ! -e $GO ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.025; i=\$((i+1)); done"
+	[ "${2:-0}" = 1 ] && script="$script; $(guest_wait "$GO")"
 	script="$script; dd if=/dev/zero of=$fs/filler-$1 bs=4096 2>/dev/null; exit 0"
 	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","%s"]}' "$1" "$1" "$script"
 }

@@ -84,8 +84,8 @@ other_loop() {
 
 # gated ID: a guest that appends its transaction id, then waits for $GO.
 gated() {
-	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","echo \\"$EXEC_TXN_ID\\" >> %s; i=0; while [ ! -e %s ] && [ $i -lt %s ]; do sleep 0.025; i=$((i+1)); done"]}' \
-		"$1" "$1" "$LEDGER" "$GO" "$WAIT_TRIES"
+	printf '{"run_id":"%s","txn_id":"t-%s","program":"/bin/sh","args":["-c","echo \\"$EXEC_TXN_ID\\" >> %s; %s"]}' \
+		"$1" "$1" "$LEDGER" "$(guest_wait "$GO")"
 }
 
 @test "two executors, one stopped for good: its never-started work finishes on the other, its unfinished work is abandoned explicitly, nothing runs twice" {
