@@ -17,8 +17,8 @@ done
 unset bats_lib
 
 # sleep as a builtin (Debian's bash-builtins): the waits below poll every
-# 50 ms, and a sleep program for each poll was some 28 000 forks of a bats
-# shell in a CI run.  Without the package, the program as before.
+# 50 ms, and a sleep program for each poll is a fork of a bats shell and an
+# exec, milliseconds on these machines.  Without the package, the program.
 enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 
 # Exit codes come from libcommon/err.h (EK_NAME = EX_NAME), resolved through
