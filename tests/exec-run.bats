@@ -85,7 +85,7 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 
 @test "a capture file that cannot be made when the first byte comes loses that output only" {
 	local go=$BATS_TEST_TMPDIR/go target=$BATS_TEST_TMPDIR/target
-	ready late /bin/sh "[\"-c\",\"i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done; echo secret; echo kept >&2\"]"
+	ready late /bin/sh "[\"-c\",\"$(guest_wait "$go"); echo secret; echo kept >&2\"]"
 	exec-run supervise late >"$BATS_TEST_TMPDIR/sup.out" 2>&1 3>&- &
 	local sup=$!
 	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'late'"'")" -gt 0 ]'
@@ -133,7 +133,7 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 
 @test "the sweep keeps a quarantined run's row, even once its result is retained" {
 	local go=$BATS_TEST_TMPDIR/go
-	ready q1 /bin/sh "[\"-c\",\"i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done\"]"
+	ready q1 /bin/sh "[\"-c\",\"$(guest_wait "$go")\"]"
 	EXEC_CRASH_AT=retained exec-run supervise q1 >/dev/null 2>&1 3>&- &
 	local sup=$!
 	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'q1'"'")" -gt 0 ]'
@@ -440,7 +440,7 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 
 # gate ID: a run that waits for the file $BATS_TEST_TMPDIR/open-ID.
 gate() {
-	spec "$1" /bin/sh "[\"-c\",\"while [ ! -e $BATS_TEST_TMPDIR/open-$1 ]; do sleep 0.02; done\"]"
+	spec "$1" /bin/sh "[\"-c\",\"$(guest_wait "$BATS_TEST_TMPDIR/open-$1")\"]"
 }
 
 @test "--chain: the start marker keeps the slot bound" {

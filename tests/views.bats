@@ -226,7 +226,7 @@ story_value() {
 
 @test "logs -f follows a running run and ends once it has finished" {
 	local go=$BATS_TEST_TMPDIR/go out=$BATS_TEST_TMPDIR/follow.out
-	ready fl1 /bin/sh "[\"-c\",\"echo one; i=0; while [ ! -e $go ] && [ \$i -lt $WAIT_TRIES ]; do sleep 0.05; i=\$((i+1)); done; echo two\"]"
+	ready fl1 /bin/sh "[\"-c\",\"echo one; $(guest_wait "$go"); echo two\"]"
 	exec-inspect logs fl1 -f >"$out" 2>&1 3>&- &
 	local follower=$!
 	exec-run supervise fl1 >/dev/null 2>&1 3>&- &
