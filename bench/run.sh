@@ -478,20 +478,20 @@ loop_syncs() {
 	EXEC_STATE_DIR=$s/state "$B/exec-accept" --from-dispatcher --prefetch "$n" >/dev/null ||
 		die "exec-accept for the strace runs failed"
 	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync,pwrite64,fcntl -o "$s/trace" \
-		"$B/exec-run" start --confirmed --slots "$n" >/dev/null || die "exec-run start under strace failed"
+		"$B/exec-run" start --confirmed --chain --slots 4 --wait >/dev/null || die "exec-run start under strace failed"
 	read -r db_syncs all_syncs commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
 		$2 ~ /^execve\(/ { if (!starter) starter = $1; next }
 		$2 ~ /sync\(/ { all++ }
 		$2 ~ /sync\([0-9]+<[^>]*\/state\.db(-wal)?>/ {
 			db++
 			if ($1 == starter) own++
-			else if ($2 ~ /-wal>/ && last[$1] == "frame") commits++
+			else if ($2 ~ /-wal>/ && wrote[$1]) commits++
 			else ckpt++
+			wrote[$1] = 0
 		}
-		$2 ~ /^[a-z0-9_]+\(/ {   # the last call of each process (not a resumed one)
-			frame = $2 ~ /^pwrite64\([0-9]+<[^>]*\/state\.db-wal>/ && $0 !~ /, 32, 0( <unfinished|\))/
-			last[$1] = frame ? "frame" : $2
-		}
+		# a commit frame written since the process last synced (not a
+		# new WAL header: 32 bytes at offset 0)
+		$2 ~ /^pwrite64\([0-9]+<[^>]*\/state\.db-wal>/ && $0 !~ /, 32, 0( <unfinished|\))/ { wrote[$1] = 1 }
 		END { printf "%.2f %.2f %.2f %.2f %.2f\n", db / n, all / n, commits / n, ckpt / n, own / n }' "$s/trace")
 }
 

@@ -230,14 +230,16 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	    msg, o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e) < 0)
 		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
 			return -1;
-	if (run_commits(st, RUN_LAZY, e) < 0)   /* until the row delete syncs them */
+	/* The rest need not be synced before the next durable commit: the
+	 * next run's start marker in a chain, else the close (lifecycle.h). */
+	if (run_commits(st, RUN_LAZY, e) < 0)
 		ek_clear(e);
 	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
 		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
 		undelivered = *e;
 	db_wait_begin(&st->db, &w);
-	while (run_commits(st, RUN_DURABLE, e) < 0 || run_delete(st, r->run_id, e) < 0)
+	while (run_delete(st, r->run_id, e) < 0)
 		if (!svlog_wait_again(st, &w, PROG, r->run_id, "deleting the execution row", e))
 			return -1;
 	crash_point("after-report");

@@ -57,7 +57,9 @@ chain_next(struct state *st, const struct binding *b, int slots, pid_t sup_pid,
 	memset(next, 0, sizeof *next);
 	if (stop_asked(st))
 		return 0;
-	if (db_begin_write(&st->db, e) < 0)
+	/* The start marker is on disk before the guest is spawned; its sync
+	 * also covers the last run's lazy commits (its row delete). */
+	if (db_durable(&st->db, true, e) < 0 || db_begin_write(&st->db, e) < 0)
 		return -1;
 	if ((rc = take(st, b, slots, sup_pid, sup_start, next, e)) <= 0) {
 		db_rollback(&st->db);

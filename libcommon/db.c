@@ -1,11 +1,15 @@
 /* db — see db.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "db.h"
+#include "lockwait.h"
 
 /* SQLite's own busy handler (busy_timeout) sleeps up to 100 ms between
  * tries, so a waiter can miss the gaps that a chunked writer leaves between
@@ -17,8 +21,8 @@ busy_handler(void *arg, int n)
 	struct db *db = arg;
 	int64_t now = mono_ms(), left;
 
-	if (n == 0)
-		db->busy_since = now;
+	if (n == 0)   /* a db_begin_write() began to wait in the writers' queue */
+		db->busy_since = db->wait_from ? db->wait_from : now;
 	if ((left = db->busy_since + db->busy_ms - now) <= 0)
 		return 0;
 	sleep_ms(n < 2 ? n + 1 : left < DB_BUSY_POLL_MS ? left : DB_BUSY_POLL_MS);
@@ -102,6 +106,7 @@ db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e
 	db_global_config();
 	memset(db, 0, sizeof *db);
 	db->path = path;
+	db->queue_dir = db->queue_fd = -1;
 	if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
 		int rc = db->h ? db_fail(db, e, "open") :
 		    ek_fail(e, EK_OSERR, "%s: open: out of memory", path);
@@ -161,7 +166,81 @@ checkpoint_if_large(struct db *db)
 	/* Never wait: TRUNCATE waits for readers holding the write lock, which
 	 * would stall every writer for the whole busy timeout. */
 	sqlite3_busy_timeout(db->h, 0);
+	if (db->queue_fd >= 0 && flock(db->queue_fd, LOCK_EX | LOCK_NB) == 0)
+		db->queued = true;   /* writers wait their turn instead of failing busy */
 	sqlite3_wal_checkpoint_v2(db->h, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
+/* The writers' queue (db_queue_writers()): its file opened at the first
+ * write.  Only locked, never written, so read-only; never through a link,
+ * and never a fifo's open that waits.  Where it cannot be had, SQLite's
+ * lock alone orders the writers. */
+static void
+queue_open(struct db *db)
+{
+	struct stat sb;
+	int fd;
+
+	if (db->queue_fd >= 0 || db->queue_dir < 0)
+		return;
+	fd = openat(db->queue_dir, db->queue_name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC, 0600);
+	if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		db->queue_dir = -1;   /* tried once */
+	db->queue_fd = fd;
+}
+
+/* A wait that runs out goes on to BEGIN IMMEDIATE, whose busy handler
+ * counts from wait_from: the lock is then tried once more, not waited for
+ * a second time. */
+static void
+queue_take(struct db *db)
+{
+	queue_open(db);
+	if (db->queue_fd >= 0 && lock_wait(db->queue_fd, LOCK_EX, db->wait_from + db->busy_ms) == 0)
+		db->queued = true;
+}
+
+static void
+queue_leave(struct db *db)
+{
+	if (db->queued)
+		flock(db->queue_fd, LOCK_UN);
+	db->queued = false;
+}
+
+void
+db_queue_writers(struct db *db, int queue_dir, const char *queue_name)
+{
+	db->queue_dir = queue_dir;
+	db->queue_name = queue_name;
+}
+
+int
+db_durable(struct db *db, bool on, struct ek_err *e)
+{
+	if (db_exec(db, on ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", e) < 0)
+		return -1;
+	db->lazy = !on;
+	return 0;
+}
+
+/* What the lazy commits left unsynced (db_durable()): the WAL's own file,
+ * through SQLite's VFS, as a synchronous=FULL commit would sync it.  Best
+ * effort: at the close, nothing can act on a failure. */
+static void
+sync_lazy(struct db *db)
+{
+	sqlite3_file *f = NULL;
+
+	if (sqlite3_file_control(db->h, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) == SQLITE_OK &&
+	    f && f->pMethods)
+		f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+	db->unsynced = false;
 }
 
 void
@@ -169,8 +248,14 @@ db_close(struct db *db)
 {
 	if (!db->h)
 		return;
+	if (db->unsynced)
+		sync_lazy(db);
 	if (db->wrote)
 		checkpoint_if_large(db);
+	queue_leave(db);
+	if (db->queue_fd >= 0)
+		close(db->queue_fd);
+	db->queue_fd = -1;
 	sqlite3_commit_hook(db->h, NULL, NULL);
 	db_drop_kept(db);
 	sqlite3_close_v2(db->h);
@@ -180,11 +265,20 @@ db_close(struct db *db)
 int
 db_begin_write(struct db *db, struct ek_err *e)
 {
+	int rc;
+
 	db->busy = db->full = false;
 	if (db->in_write)
 		return ek_fail(e, EK_SOFTWARE, "%s: nested write transaction", db->path);
-	if (db_exec(db, "BEGIN IMMEDIATE", e) < 0)
+	db->wait_from = mono_ms();
+	db->changes_at = sqlite3_total_changes64(db->h);
+	queue_take(db);
+	rc = db_exec(db, "BEGIN IMMEDIATE", e);
+	db->wait_from = 0;
+	if (rc < 0) {
+		queue_leave(db);
 		return -1;
+	}
 	db->in_write = true;
 	return 0;
 }
@@ -212,7 +306,13 @@ db_commit(struct db *db, struct ek_err *e)
 		return -1;
 	}
 	db->in_write = false;
+	queue_leave(db);
 	db->committed_at = mono_ms();
+	/* A synchronous=FULL commit that wrote synced the WAL, and all before it. */
+	if (db->lazy)
+		db->unsynced = true;
+	else if (sqlite3_total_changes64(db->h) != db->changes_at)
+		db->unsynced = false;
 	return 0;
 }
 
@@ -222,6 +322,7 @@ db_rollback(struct db *db)
 	if (sqlite3_get_autocommit(db->h) == 0)
 		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 	db->in_write = false;
+	queue_leave(db);
 }
 
 void

@@ -61,6 +61,15 @@ struct db {
 	int64_t busy_ms;    /* the busy handler gives up after this long (db_busy_ms()) */
 	int64_t busy_since; /* monotonic ms: when the current wait for a lock began */
 	int64_t committed_at; /* monotonic ms of the last db_commit(), for db_yield() */
+	bool lazy;          /* db_durable(false): commits synchronous=NORMAL */
+	bool unsynced;      /* a lazy commit since the last synced one */
+	int64_t changes_at; /* sqlite3_total_changes64() when the write began */
+	/* db_queue_writers(): */
+	int queue_dir;      /* where the writers' queue file is (-1: no queue) */
+	const char *queue_name;
+	int queue_fd;       /* open once, at the first write; -1: none */
+	bool queued;        /* this connection holds the queue's lock */
+	int64_t wait_from;  /* monotonic ms: when db_begin_write() began to wait */
 	int nkept;
 	struct db_kept kept[DB_KEPT_MAX];
 };
@@ -77,6 +86,26 @@ int db_open(struct db *db, const char *path, bool create, struct ek_err *e);
 int db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e);
 int db_configure(struct db *db, struct ek_err *e);
 void db_close(struct db *db);
+
+/*
+ * Several processes writing one database (the state tools): writers queue
+ * in the kernel.  With db_queue_writers(), db_begin_write() first takes an
+ * flock on the file queue_name in the directory queue_dir (made at the
+ * first write, 0600, only ever locked; without it, SQLite's lock alone
+ * decides), waiting for it as long as the busy timeout allows, and
+ * db_commit()/db_rollback() let it go.  A waiter is woken the moment the
+ * writer before it is done, where the busy handler would sleep past that.
+ * Other connections (an operator's sqlite3 shell) still meet SQLite's own
+ * lock and the busy handler.  Single-threaded programs only (lockwait.h).
+ */
+void db_queue_writers(struct db *db, int queue_dir, const char *queue_name);
+
+/* Whether the next commits must be on disk when db_commit() returns (on:
+ * synchronous=FULL, the default) or may follow with a later sync (off:
+ * synchronous=NORMAL, as atomic in WAL mode and kept through a kill of
+ * the process).  The next durable commit that writes syncs them, and
+ * db_close() syncs those that none followed. */
+int db_durable(struct db *db, bool on, struct ek_err *e);
 
 int db_begin_write(struct db *db, struct ek_err *e);
 int db_commit(struct db *db, struct ek_err *e);

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "inspect.h"
+#include "lockwait.h"
 #include "proc.h"
 #include "jsonout.h"
 #include "output.h"
@@ -88,24 +89,19 @@ inspect_guard(struct state *st, enum inspect_mode mode, int64_t deadline, struct
 	return 0;
 }
 
-/* flock fd with op (LOCK_SH or LOCK_EX), polling until the deadline. */
+/* flock state.db with op (LOCK_SH or LOCK_EX), waiting until the deadline. */
 static int
 flock_until(const struct state *st, int op, int64_t deadline, struct ek_err *e)
 {
-	struct timespec tick = { 0, 10 * 1000000L };
 	int fd = state_open_file(st, "state.db", O_RDONLY, 0, e);
 
 	if (fd < 0)
 		return -1;
-	while (flock(fd, op | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK || mono_ms() >= deadline) {
-			close(fd);
-			return ek_fail(e, EK_TEMPFAIL, "%s", op == LOCK_SH ? "executor is shutting down; "
-			    "try again once it runs again" : "lookups still in flight; gave up waiting for them");
-		}
-		nanosleep(&tick, NULL);
-	}
-	return fd;
+	if (lock_wait(fd, op, deadline) == 0)
+		return fd;
+	close(fd);
+	return ek_fail(e, EK_TEMPFAIL, "%s", op == LOCK_SH ? "executor is shutting down; "
+	    "try again once it runs again" : "lookups still in flight; gave up waiting for them");
 }
 
 int

@@ -59,14 +59,15 @@
  * The delivery functions are in deliver.c; each of their transactions
  * covers a whole batch of results.
  *
- * Synced commits of the supervisor path (exec-run supervise): only three
- * are synchronous=FULL — start-marker (before the spawn), retained (before
- * the first send) and after-report (the row delete, its last).  The rest
- * (after-spawn, the share leave, claimed, attempt-counted, after-release)
- * are committed with synchronous=NORMAL, run_commits(): atomic and kept
- * through a kill -9 at any point, so every crash point holds as drilled;
- * a power loss keeps a prefix of the commits, and every prefix is one of
- * those points' states (doc/recovery.md, "Which commits are synced").
+ * Synced commits of the supervisor path (exec-run supervise): only two
+ * are durable, synced before the supervisor goes on — start-marker (before
+ * the spawn) and retained (before the first send).  The rest (after-spawn,
+ * the share leave, claimed, attempt-counted, after-release, after-report's
+ * row delete) are lazy, run_commits(): atomic and kept through a kill -9 at
+ * any point, so every crash point holds as drilled; the next durable commit
+ * syncs them (a chain's next start marker, else the close).  A power loss
+ * keeps a prefix of the commits, and every prefix is one of those points'
+ * states (doc/recovery.md, "Which commits are synced").
  *
  * Invariants (the database enforces those marked *):
  *   1.* A binding, once written, never changes (triggers).

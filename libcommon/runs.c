@@ -513,8 +513,7 @@ run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *
 int
 run_commits(struct state *st, enum run_commits how, struct ek_err *e)
 {
-	return db_exec(&st->db, how == RUN_DURABLE ? "PRAGMA synchronous=FULL" :
-	    "PRAGMA synchronous=NORMAL", e);
+	return db_durable(&st->db, how == RUN_DURABLE, e);
 }
 
 int

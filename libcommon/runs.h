@@ -85,9 +85,9 @@ int run_mark_started_in(struct state *st, struct run *r, pid_t sup_pid, int64_t 
 int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_err *e);
 
 /* How the supervisor's next commits are written (outside a transaction):
- * RUN_DURABLE (synchronous=FULL: synced before the commit returns) or
- * RUN_LAZY (synchronous=NORMAL: in WAL mode just as atomic and kept when
- * the process is killed, synced by the next durable commit).  A power
+ * RUN_DURABLE (synced before the commit returns, db_durable()) or
+ * RUN_LAZY (in WAL mode just as atomic and kept when the process is
+ * killed, synced by the next durable commit or the close).  A power
  * loss keeps a prefix of the commits, so only the commits SPEC 3 orders
  * before an outside effect need be durable (lifecycle.h). */
 enum run_commits { RUN_DURABLE, RUN_LAZY };

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "lockwait.h"
 #include "crash.h"
 #include "isolate.h"
 #include "shares.h"
@@ -388,25 +389,19 @@ write_limits(const struct state *st, const char *run_id, const char *body, struc
 static int
 lock_limits(struct state *st, struct ek_err *e)
 {
-	struct timespec tick = { 0, 5 * 1000000L };
-	int64_t until = mono_ms() + LOCK_WAIT_MS;
 	char path[PATH_MAX];
-	int fd;
+	int fd, err;
 
 	state_path(st, "out/limits.lock", path, sizeof path);
 	/* Only locked, never written: read-only is enough for flock. */
 	if ((fd = state_open_file(st, "out/limits.lock", O_RDONLY | O_CREAT, 0600, e)) < 0)
 		return -1;
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if ((errno != EWOULDBLOCK && errno != EINTR) || mono_ms() >= until) {
-			int err = errno;
-			close(fd);
-			return ek_fail(e, EK_TEMPFAIL, "'%s': %s", path, err == EWOULDBLOCK ?
-			    "held by another publisher for too long" : strerror(err));
-		}
-		nanosleep(&tick, NULL);
-	}
-	return fd;
+	if (lock_wait(fd, LOCK_EX, mono_ms() + LOCK_WAIT_MS) == 0)
+		return fd;
+	err = errno;
+	close(fd);
+	return ek_fail(e, EK_TEMPFAIL, "'%s': %s", path, err == EWOULDBLOCK ?
+	    "held by another publisher for too long" : strerror(err));
 }
 
 /* --- publish ------------------------------------------------------------------ */

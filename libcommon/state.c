@@ -429,6 +429,17 @@ state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
 	return 0;
 }
 
+/* The tools write the state from many processes at once: they queue for
+ * the write lock in the kernel (db_queue_writers()). */
+static int
+configure(struct state *st, struct ek_err *e)
+{
+	if (db_configure(&st->db, e) < 0)
+		return -1;
+	db_queue_writers(&st->db, st->dir_fd, "state.db-writers");
+	return 0;
+}
+
 /* Look before touching: a file that is not ours is refused unchanged. */
 static int
 open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
@@ -445,13 +456,13 @@ open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 		return st->db.busy ? ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up "
 		    "waiting for it after %lld ms", st->dbpath, (long long)st->db.busy_ms) : -1;
 	if (app == 0 && ver == 0 && tables == 0 && create)
-		return db_configure(&st->db, e) < 0 ? -1 : create_schema(st, e);
+		return configure(st, e) < 0 ? -1 : create_schema(st, e);
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);
 	if (check_identity(st, ver, e) < 0)
 		return -1;
-	return db_configure(&st->db, e);
+	return configure(st, e);
 }
 
 int

@@ -210,3 +210,70 @@ SQL
 	[ -z "$stderr" ]
 	[ "$(sql "SELECT last_beat_at > $before FROM sessions WHERE status = 'current'")" = 1 ]
 }
+
+# hold_queue: another process (util-linux flock(1)) holds the writers'
+# queue, state.db-writers, until release_queue; SQLite's own lock stays free.
+hold_queue() {
+	local ctl=$BATS_TEST_TMPDIR/queue.ctl held=$BATS_TEST_TMPDIR/queued
+	rm -f "$ctl" "$held"
+	mkfifo "$ctl"
+	flock "$EXEC_STATE_DIR/state.db-writers" sh -c 'touch "$1"; read -r _ <"$2"' sh "$held" "$ctl" &
+	QUEUE_HOLDER=$!
+	exec {QUEUE_FD}>"$ctl"
+	wait_until '[ -e "$held" ]'
+}
+
+release_queue() {
+	echo go >&"$QUEUE_FD"
+	exec {QUEUE_FD}>&-
+	wait "$QUEUE_HOLDER"
+}
+
+# The writers blocked in the kernel on the queue's lock (/proc/locks marks
+# a waiter with "->"), by the queue file's inode.
+queue_waiters() {
+	local ino
+	ino=$(stat -c %i "$EXEC_STATE_DIR/state.db-writers")
+	grep -c -- "-> FLOCK .*:$ino " /proc/locks || true
+}
+
+@test "writers queue in the kernel: a writer waits for the one before it and goes on when it is done" {
+	start_dispatcher
+	open_session
+	[ -f "$EXEC_STATE_DIR/state.db-writers" ]   # made by the first write, never written
+	[ ! -s "$EXEC_STATE_DIR/state.db-writers" ]
+	[ "$(stat -c %a "$EXEC_STATE_DIR/state.db-writers")" = 600 ]
+	local before
+	before=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
+	hold_queue
+	exec-session heartbeat --timeout-ms 60000 >"$BATS_TEST_TMPDIR/beat" 2>&1 &
+	local beat=$!
+	wait_until '[ "$(queue_waiters)" -ge 1 ]'
+	[ "$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")" = "$before" ]
+	release_queue
+	wait "$beat" || fail "heartbeat: $(cat "$BATS_TEST_TMPDIR/beat")"
+	[ "$(cat "$BATS_TEST_TMPDIR/beat")" = current ]
+	[ "$(sql "SELECT last_beat_at > $before FROM sessions WHERE status = 'current'")" = 1 ]
+}
+
+@test "the queue's wait is bounded: past its timeout a writer tries SQLite's lock once, as any writer would" {
+	start_dispatcher
+	open_session
+	local before after
+	before=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
+	hold_queue
+	# the queue held for good, SQLite's lock free: recorded after the wait
+	run --separate-stderr timeout 60 exec-session heartbeat --timeout-ms 300
+	assert_success
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	after=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
+	[ "$after" -gt "$before" ]
+	# both held: the heartbeat's usual answer to a held lock
+	hold_lock
+	run --separate-stderr timeout 60 exec-session heartbeat --timeout-ms 300
+	release_lock
+	release_queue
+	assert_success
+	[[ $stderr == *"heartbeat: taken by the dispatcher, not recorded here"* ]] || fail "stderr: $stderr"
+	[ "$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")" = "$after" ]
+}
