@@ -29,6 +29,7 @@ Environment (defaults in brackets):
   BENCH_STANDIN_N      lookup: invocations per round of the stand-in [5]
   BENCH_LOOP_N         loop-e2e: runs per round [200]
   BENCH_LOOP_TIMEOUT   loop-e2e: seconds a round may take at most [300]
+  BENCH_PACED_N        loop-e2e: runs of /bin/sleep 0.1 per round [80]
   BENCH_DRAIN_N        drain: retained results drained per round [10000]
   BENCH_PASS_ROWS      pass: undeliverable rows in the big state [1000000]
   BENCH_PASS_MAX       pass: deliverable results, one pass's --max [32]
@@ -53,6 +54,7 @@ LOOKUP_N=$(num BENCH_LOOKUP_N 200)
 STANDIN_N=$(num BENCH_STANDIN_N 5)
 LOOP_N=$(num BENCH_LOOP_N 200)
 LOOP_TIMEOUT=$(num BENCH_LOOP_TIMEOUT 300)
+PACED_N=$(num BENCH_PACED_N 80)
 DRAIN_N=$(num BENCH_DRAIN_N 10000)
 PASS_ROWS=$(num BENCH_PASS_ROWS 1000000)
 PASS_MAX=$(num BENCH_PASS_MAX 32)
@@ -383,26 +385,37 @@ SQL
 rate() { calc '%.1f\n' "$LOOP_N / ($3 - $2)" >>"$1"; }
 
 # One round of exec-loop (from its start, session open included, until the
-# dispatcher has recorded all N results) into $d/ours.
-loop_round() {   # ROUND
-	local r=$1 i t0 t1 rc
-	poll_finished || die "GET /admin/summary failed"
-	base=$finished
-	submit_runs "loop$r" "$LOOP_N"
+# dispatcher has recorded all N runs, submitted by the caller) into OUT.
+loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
+	local r=$1 n=$2 out=$3 i t0 t1
 	t0=$EPOCHREALTIME
-	PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r" "$top/cmd/exec-loop" --dispatcher "$url" \
-		--slots 4 --tick 0.05 2>"$d/loop-$r.log" &
+	PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r-${out##*/}" "$top/cmd/exec-loop" --dispatcher "$url" \
+		--slots 4 "${@:4}" 2>"$d/loop-$r.log" &
 	loop_pid=$!
 	for ((i = 0; i < LOOP_TIMEOUT * 50; i++)); do
 		poll_finished || die "GET /admin/summary failed"
-		[ "$finished" -ge $((base + LOOP_N)) ] && break
+		[ "$finished" -ge $((base + n)) ] && break
 		kill -0 "$loop_pid" 2>/dev/null || die "exec-loop ended early (see $d/loop-$r.log)"
 		nap 0.02
 	done
 	t1=$EPOCHREALTIME
-	[ "$finished" -ge $((base + LOOP_N)) ] || die "exec-loop did not finish $LOOP_N runs in ${LOOP_TIMEOUT}s"
+	[ "$finished" -ge $((base + n)) ] || die "exec-loop did not finish $n runs in ${LOOP_TIMEOUT}s"
 	stop_loop "$d/loop-$r.log"
-	rate "$d/ours" "$t0" "$t1"
+	calc '%.1f\n' "$n / ($t1 - $t0)" >>"$out"
+}
+
+# Runs that outlast a round of the loop (/bin/sleep 0.1, PACED_N of them)
+# at its default tick: 4 slots can finish at most 40 a second.
+paced_round() {   # ROUND
+	local r=$1 i body=
+	poll_finished || die "GET /admin/summary failed"
+	base=$finished
+	for ((i = 1; i <= PACED_N; i++)); do
+		body+="${body:+,}{\"run_id\":\"paced$r-$i\",\"txn_id\":\"paced$r-t$i\",\"program\":\"/bin/sleep\",\"args\":[\"0.1\"]}"
+	done
+	curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+		-d "{\"runs\":[$body]}" >/dev/null || die "POST /admin/runs failed"
+	loop_round "$r" "$PACED_N" "$d/paced"
 }
 
 stop_loop() {   # LOG: TERM exec-loop, wait for its drain (at most 10 s), check its status
@@ -535,7 +548,11 @@ bench_loop_e2e() {
 	start_dispatcher "$d"
 	tsp_sock=$d/tsp.sock
 	for ((r = 1; r <= ROUNDS; r++)); do
-		loop_round "$r"
+		poll_finished || die "GET /admin/summary failed"
+		base=$finished
+		submit_runs "loop$r" "$LOOP_N"
+		loop_round "$r" "$LOOP_N" "$d/ours" --tick 0.05
+		paced_round "$r"
 		# Floor: the same N runs, spawned and reported by floor_post.c.
 		submit_runs "floor$r" "$LOOP_N"
 		t0=$EPOCHREALTIME
@@ -550,6 +567,8 @@ bench_loop_e2e() {
 	o=$(median "$d/ours")
 	f=$(median "$d/floor")
 	row "loop-e2e, $LOOP_N x /bin/true, 4 slots: exec-loop vs floor_post" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" ">= 0.5x"
+	t=$(median "$d/paced")
+	row "loop-e2e: $PACED_N x /bin/sleep 0.1, default --tick 1, vs 4 slots' 40 runs/s" "$t runs/s" "40.0 runs/s" "$(ratio "$t" 40)" "-"
 	if have tsp; then
 		t=$(median "$d/tsp")
 		row "loop-e2e: exec-loop vs tsp -S 4" "$o runs/s" "$t runs/s" "$(ratio "$o" "$t")" ">= 1.0x"

@@ -62,7 +62,8 @@ static const char USAGE[] =
 	"      --prefetch N       with --from-dispatcher: at most N runs queued here in\n"
 	"                         all, counting those already queued (exec-loop: its slots)\n"
 	"      --wait-ms N        with --from-dispatcher: when there is no work, wait up\n"
-	"                         to N ms (at most 30000) for some to be submitted\n"
+	"                         to N ms (at most 30000) for some to be submitted; with\n"
+	"                         --prefetch P, first for at most P/2 to be left queued\n"
 	"      --session SID      refuse unless SID is the current session\n"
 	"      --timeout-ms N     bound each dispatcher request to N ms (default 5000)\n"
 	"      --json             one JSON outcome per input line (doc/json.md)\n"
@@ -89,6 +90,10 @@ struct opts {
  */
 #define ACCEPT_CHUNK_RUNS 1000
 #define ACCEPT_CHUNK_BYTES (4 << 20)
+
+/* How often a wait for room in the queue (--prefetch with --wait-ms) looks
+ * at it: a count in the state, no process and no request. */
+#define ACCEPT_ROOM_POLL_MS 10
 
 struct item {
 	long line;
@@ -469,14 +474,36 @@ wait_out(const struct opts *o, int64_t since, const json_t *feed)
 		sleep_ms(since + o->wait_ms - mono_ms());
 }
 
+/* With --prefetch and --wait-ms, a queue without room is waited on first:
+ * looked at every ACCEPT_ROOM_POLL_MS until at most half of --prefetch is
+ * queued (the slots started the rest) or the wait ends.  A loop that turns
+ * on us while its slots are busy then pulls once per half a queue, not
+ * once per run, and never sleeps a whole wait on a queue that drains. */
+static int
+wait_for_room(struct state *st, const struct session *s, const struct opts *o, int64_t since,
+    struct ek_err *e)
+{
+	int64_t queued;
+
+	if (!o->prefetch)
+		return 0;
+	for (;;) {
+		if (run_count_queued(st, &s->b, &queued, e) < 0)
+			return -1;
+		if (queued <= o->prefetch / 2 || mono_ms() >= since + o->wait_ms)
+			return 0;
+		sleep_ms(ACCEPT_ROOM_POLL_MS);
+	}
+}
+
 static int
 pull_feed(struct state *st, const struct session *s, const struct opts *o, json_t **feed, struct ek_err *e)
 {
 	char path[256], cred[256];
-	int64_t max, since = mono_ms();
+	int64_t max, left, since = mono_ms();
 	int rc;
 
-	if (feed_max(st, s, o, &max, e) < 0)
+	if (wait_for_room(st, s, o, since, e) < 0 || feed_max(st, s, o, &max, e) < 0)
 		return -1;
 	if (max <= 0) {
 		*feed = json_pack("{s:[]}", "runs");   /* enough queued here already */
@@ -487,9 +514,12 @@ pull_feed(struct state *st, const struct session *s, const struct opts *o, json_
 	}
 	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
+	left = since + o->wait_ms - mono_ms();   /* what the room left of the wait */
+	if (left < 0)
+		left = 0;
 	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld&wait_ms=%lld", s->b.session_id,
-	    (long long)max, (long long)o->wait_ms);
-	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms + o->wait_ms, feed,
+	    (long long)max, (long long)left);
+	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms + left, feed,
 	    NULL, e);
 	memset(cred, 0, sizeof cred);
 	if (rc == 0 && !json_is_array(json_object_get(*feed, "runs"))) {

@@ -279,12 +279,19 @@ big_spec() {
 	[ "$(sql "SELECT count(*) FROM accepts")" = 3 ]
 }
 
-@test "--prefetch: the feed is asked only for what the queue here lacks" {
+# queue_four PREFIX N: N runs PREFIX1..PREFIXN submitted, 4 of them
+# accepted with --prefetch 4 and queued here.
+queue_four() {
+	local i
 	open_session
-	admin POST /admin/runs "{\"runs\":[$(for i in 1 2 3 4 5 6 7 8 9; do spec "p$i"; done | paste -sd, -)]}" >/dev/null
+	admin POST /admin/runs "{\"runs\":[$(for ((i = 1; i <= $2; i++)); do spec "$1$i"; done | paste -sd, -)]}" >/dev/null
 	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
 	assert_success
 	[ "$(sql "SELECT count(*) FROM runs WHERE state = 'queued'")" = 4 ]
+}
+
+@test "--prefetch: the feed is asked only for what the queue here lacks" {
+	queue_four p 9
 	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
 	assert_success
 	[ -z "$output" ]                                # the queue is full: nothing asked
@@ -294,6 +301,29 @@ big_spec() {
 	[ "$(sql "SELECT count(*) FROM runs")" = 5 ]    # --max bounds it too
 	run exec-accept --prefetch 4 </dev/null
 	[ "$status" -eq "$EK_USAGE" ]
+}
+
+# feed_requests: work feed requests the dispatcher has had since it started
+feed_requests() {
+	admin GET /admin/stats | sed -n 's/.*"feed":\([0-9]*\).*/\1/p'
+}
+
+@test "--prefetch with --wait-ms: a full queue is waited on until half of it is started; then one feed request tops it up" {
+	queue_four h 6
+	local before t0=$SECONDS pid
+	before=$(feed_requests)
+	exec-accept --from-dispatcher --prefetch 4 --wait-ms 30000 >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	# one run started: 3 queued, more than half of 4, still no room
+	exec-run start --slots 1 --wait >/dev/null
+	kill -0 "$pid" || fail "exec-accept ended with 3 queued: $(cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/err")"
+	# a second: 2 queued, half of 4: it asks the feed for 2, once
+	exec-run start --slots 1 --wait >/dev/null
+	wait "$pid" || fail "exit $?: $(cat "$BATS_TEST_TMPDIR/err")"
+	(( SECONDS - t0 < 30 ))                          # not at the end of the wait
+	[ "$(grep -c '^accepted h' "$BATS_TEST_TMPDIR/out")" = 2 ]
+	[ "$(sql "SELECT count(*) FROM runs WHERE state = 'queued'")" = 4 ]
+	[ "$(($(feed_requests) - before))" = 1 ]
 }
 
 @test "--wait-ms: an empty feed is waited on, and what is submitted meanwhile is accepted at once" {
