@@ -476,9 +476,8 @@ wait_out(const struct opts *o, int64_t since, const json_t *feed)
 
 /* With --prefetch and --wait-ms, a queue without room is waited on first:
  * looked at every ACCEPT_ROOM_POLL_MS until at most half of --prefetch is
- * queued (the slots started the rest) or the wait ends.  A loop that turns
- * on us while its slots are busy then pulls once per half a queue, not
- * once per run, and never sleeps a whole wait on a queue that drains. */
+ * queued (the slots started the rest) or the wait ends: a loop whose
+ * queue is full never sleeps a whole wait while the queue drains. */
 static int
 wait_for_room(struct state *st, const struct session *s, const struct opts *o, int64_t since,
     struct ek_err *e)
