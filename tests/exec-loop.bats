@@ -233,13 +233,19 @@ pauses_while_down() {
 	[ "$status" -eq "$EK_USAGE" ]
 }
 
-# catches_stops PID: PID has its handlers for HUP and TERM installed
-# (SigCgt bits 1 and 15; INT stays ignored in a background job).  Both:
-# bash's trap installs them one at a time, TERM first, so a HUP sent once
-# TERM's was seen could still meet the default action (it did, once in a
-# run of 200 stops: exit 129).
+# catches_stops PID: PID is the loop's shell (its script named in its
+# command line) and has its handlers for HUP and TERM installed (SigCgt
+# bits 0 and 14; INT stays ignored in a background job).  Both: bash's
+# trap installs them one at a time, TERM first, so a HUP sent once TERM's
+# was seen could still meet the default action.  And the loop's own: a
+# forked job is a copy of bats' shell until it execs, and that copy
+# catches both too (bats has an EXIT trap, for which bash catches every
+# terminating signal), so a stop sent then met a shell about to become
+# `env`, and it exited 143 or 129 with nothing logged.
 catches_stops() {
-	local mask want=$(((1 << 0) | (1 << 14)))
+	local mask want=$(((1 << 0) | (1 << 14))) argv
+	mapfile -d "" -t argv 2>/dev/null <"/proc/$1/cmdline" || return 1
+	[[ ${argv[1]-} == */exec-loop ]] || return 1
 	mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
 	[ -n "$mask" ] && (((16#$mask & want) == want))
 }
