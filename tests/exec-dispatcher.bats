@@ -72,9 +72,15 @@ api() {
 	if [[ -n $data ]]; then
 		args+=(-H 'Content-Type: application/json' --data-binary "$data")
 	fi
-	code=$("$HTTPC" "${args[@]}" "$DISP_URL$path") || code="curl-$?"
-	body=$(cat "$BATS_TEST_TMPDIR/resp" 2>/dev/null || true)
-	rm -f "$BATS_TEST_TMPDIR/resp"
+	# one process a request: the code and the body are read back by
+	# builtins (a fork of the test's shell costs more than the request)
+	: >"$BATS_TEST_TMPDIR/resp"
+	if "$HTTPC" "${args[@]}" "$DISP_URL$path" >"$BATS_TEST_TMPDIR/code"; then
+		slurp code "$BATS_TEST_TMPDIR/code"
+	else
+		code="curl-$?"
+	fi
+	slurp body "$BATS_TEST_TMPDIR/resp"
 }
 
 # field KEY: the string value of "KEY" in $body (compact JSON).
@@ -434,19 +440,20 @@ default_dispatcher() {
 @test "body_sha256 matches sha256sum for every length mod 64" {
 	negotiate
 	take r1
-	local n msg want lens
-	lens=$(seq 0 70; echo 1000 4000)
-	for n in $lens; do
-		msg=$(head -c "$n" /dev/zero | tr '\0' a)
-		result_body r1 exited "$msg" >"$BATS_TEST_TMPDIR/b$n"
+	local n msg sum file lens=({0..70} 1000 4000)
+	for n in "${lens[@]}"; do
+		printf -v msg '%*s' "$n" ''
+		result_body r1 exited "${msg// /a}" >"$BATS_TEST_TMPDIR/b$n"
 		api POST /v1/results @"$BATS_TEST_TMPDIR/b$n" "$CRED"
-		[[ $code == 200 || $code == 409 ]]
+		[[ $code == 200 || $code == 409 ]] || fail "length $n: $code $body"
 	done
 	api GET /admin/runs/r1
-	for n in $lens; do
-		want=$(sha256sum <"$BATS_TEST_TMPDIR/b$n")
-		[[ $body == *"\"body_sha256\":\"${want%% *}\""* ]]
-	done
+	n=0
+	while read -r sum file; do
+		[[ $body == *"\"body_sha256\":\"$sum\""* ]] || fail "$file: no body_sha256 $sum"
+		n=$((n + 1))
+	done < <(cd "$BATS_TEST_TMPDIR" && sha256sum "${lens[@]/#/b}")
+	[ "$n" -eq "${#lens[@]}" ]
 }
 
 @test "unknown path is 404 not_found, wrong method 405, always JSON" {

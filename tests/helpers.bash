@@ -140,6 +140,15 @@ submit_and_accept() {
 	exec-accept --from-dispatcher >/dev/null
 }
 
+# slurp VAR FILE: FILE's content, less its trailing newlines, into VAR, as
+# VAR=$(cat FILE) would, without a process; empty if FILE cannot be read.
+slurp() {
+	local _slurp=
+	{ IFS= read -r -d '' _slurp <"$2" || :; } 2>/dev/null
+	while [[ $_slurp == *$'\n' ]]; do _slurp=${_slurp%$'\n'}; done
+	printf -v "$1" '%s' "$_slurp"
+}
+
 # wait_for CMD...: retry CMD until it succeeds, for at most $WAIT_S seconds.
 wait_for() {
 	local deadline=$((SECONDS + WAIT_S)) n=0
