@@ -28,20 +28,22 @@ fi
 # run_pass VARIANT DIR JOBS: the whole suite on DIR's build, JOBS files at
 # once; its seconds into DIR/pass.seconds.  Under the sanitizers every
 # process is several times slower, and what they look for (memory and
-# undefined behaviour) is found on the first pass through a path: the
-# crash drills take fewer seeds there (the plain pass alone makes > 250
-# crashes), and the loop fewer stops (its signal handling is the shell's;
-# 200 stops in the plain pass).
+# undefined behaviour) is found on the first pass through a path, not by
+# repeating it: there the crash drills take fewer seeds (the plain pass
+# alone makes > 250 crashes), the loop fewer stops (its signal handling is
+# the shell's; 200 stops in the plain pass), the restart drill fewer
+# restarts and the concurrency drill fewer operations per worker.
 #
 # The suites that check the tree rather than the build (TREE_TESTS in
-# Makefile.am: the scripts, the pages and the installed layout) run in the
-# plain pass only; they would find the same things twice.
+# Makefile.am: the scripts, the pages, the installed layout and the drills'
+# invariant checker) run in the plain pass only; they would find the same
+# things twice.
 run_pass() {
-	seeds=14 kills=12 stops=200 only=
+	seeds=14 kills=12 stops=200 restarts=9 ops=100 only=
 	# shellcheck disable=SC2016 # make expands it
-	[ "$1" = sanitizers ] && seeds=3 kills=3 stops=20 only='TESTS=$(BUILD_TESTS)'
+	[ "$1" = sanitizers ] && seeds=3 kills=3 stops=20 restarts=3 ops=30 only='TESTS=$(BUILD_TESTS)'
 	pass_start=$(date +%s)
-	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops \
+	DRILL_SEEDS=$seeds SOAK_KILLS=$kills LOOP_STOPS=$stops RESTART_STOPS=$restarts CONC_OPS=$ops \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:handle_sigill=1 \
 		make -s -j"$3" -C "$2" check ${only:+"$only"} >/dev/null 2>&1
 	pass_rc=$?
