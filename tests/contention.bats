@@ -263,14 +263,14 @@ queue_waiters() {
 	before=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
 	hold_queue
 	# the queue held for good, SQLite's lock free: recorded after the wait
-	run --separate-stderr timeout 60 exec-session heartbeat --timeout-ms 300
+	run --separate-stderr timeout "$WAIT_S" exec-session heartbeat --timeout-ms 300
 	assert_success
 	[ -z "$stderr" ] || fail "stderr: $stderr"
 	after=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
 	[ "$after" -gt "$before" ]
 	# both held: the heartbeat's usual answer to a held lock
 	hold_lock
-	run --separate-stderr timeout 60 exec-session heartbeat --timeout-ms 300
+	run --separate-stderr timeout "$WAIT_S" exec-session heartbeat --timeout-ms 300
 	release_lock
 	release_queue
 	assert_success

@@ -12,7 +12,7 @@ setup() {
 # on_tty CMD: run the shell command CMD with stdin, stdout and stderr on a
 # pseudo-terminal; what it wrote there is in $output.
 on_tty() {
-	run timeout 120 script -qec "$1" /dev/null </dev/null
+	run timeout "$WAIT_S" script -qec "$1" /dev/null </dev/null
 }
 
 # 1001 run specs, more than exec-accept summarizes for a terminal.

@@ -250,11 +250,11 @@ concurrent() {
 		(
 			if [ "$2" = batch ]; then
 				for i in $(seq 1 50); do spec "w$w-r$i"; done >"$BATS_TEST_TMPDIR/in.$w"
-				timeout 60 exec-accept <"$BATS_TEST_TMPDIR/in.$w"
+				timeout "$WAIT_S" exec-accept <"$BATS_TEST_TMPDIR/in.$w"
 			else
 				rc=0
 				for i in $(seq 1 50); do
-					spec "w$w-r$i" | timeout 20 exec-accept || rc=$?
+					spec "w$w-r$i" | timeout "$WAIT_S" exec-accept || rc=$?
 				done
 				exit "$rc"
 			fi
