@@ -243,10 +243,12 @@ pauses_while_down() {
 # terminating signal), so a stop sent then met a shell about to become
 # `env`, and it exited 143 or 129 with nothing logged.
 catches_stops() {
-	local mask want=$(((1 << 0) | (1 << 14))) argv
+	local mask= want=$(((1 << 0) | (1 << 14))) argv key value
 	mapfile -d "" -t argv 2>/dev/null <"/proc/$1/cmdline" || return 1
 	[[ ${argv[1]-} == */exec-loop ]] || return 1
-	mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	while read -r key value; do
+		[ "$key" = SigCgt: ] && mask=$value
+	done 2>/dev/null <"/proc/$1/status"
 	[ -n "$mask" ] && (((16#$mask & want) == want))
 }
 

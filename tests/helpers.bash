@@ -214,8 +214,12 @@ wait_until() {
 # own body, setup and teardown are traced, so a failure inside a helper is
 # named at the test's line that called it, as bats does for its own
 # libraries.  EXECKIT_FULL_TRACE=1 traces everything again.
+# (bats' trap is read back through a file: a command substitution would
+# fork the test's shell at every test's start)
+lean_trace_file=${BATS_RUN_TMPDIR:-$BATS_TEST_TMPDIR}/debug-trap.$BASHPID
 if [ -z "${EXECKIT_FULL_TRACE:-}" ] && [ -z "${lean_trace:-}" ] &&
-	lean_trace=$(declare -f bats_debug_trap) && [[ $lean_trace == $'bats_debug_trap () \n{ \n'*$'\n}' ]]; then
+	declare -f bats_debug_trap >"$lean_trace_file" 2>/dev/null && slurp lean_trace "$lean_trace_file" &&
+	[[ $lean_trace == $'bats_debug_trap () \n{ \n'*$'\n}' ]]; then
 	lean_trace=${lean_trace#*$'\n{ \n'}
 	eval 'bats_debug_trap() {
 		case ${FUNCNAME[1]-} in
