@@ -128,14 +128,17 @@ read -ra sq_libs <<<"$(pkg-config --libs sqlite3)"
 read -ra cu_cflags <<<"$(pkg-config --cflags libcurl)"
 read -ra cu_libs <<<"$(pkg-config --libs libcurl)"
 cc "${cflags[@]}" -o "$bin/spawnloop" "$here/spawnloop.c"
+# The SQLite floors link libsqlite3 as the tools do: statically when
+# libsqlite3.a is installed (configure's --enable-static-deps).
 floor_link=dynamic
-if [ -e "$(cc -print-file-name=libsqlite3.a)" ] &&
-	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/floor_insert" "$here/floor_insert.c" \
-		-Wl,-Bstatic "${sq_libs[@]}" -Wl,-Bdynamic -lm 2>/dev/null; then
-	floor_link=static
-else
-	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/floor_insert" "$here/floor_insert.c" "${sq_libs[@]}"
-fi
+[ -e "$(cc -print-file-name=libsqlite3.a)" ] && floor_link=static
+floor_sq() {   # NAME: bench/NAME.c into $bin/NAME
+	local -a link=("${sq_libs[@]}")
+	[ "$floor_link" = dynamic ] || link=("-Wl,-Bstatic" "${sq_libs[@]}" "-Wl,-Bdynamic" -lm)
+	cc "${cflags[@]}" "${sq_cflags[@]}" -o "$bin/$1" "$here/$1.c" "${link[@]}" || die "building $1 failed"
+}
+floor_sq floor_insert
+floor_sq floor_lookup
 cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_post" "$here/floor_post.c" "${cu_libs[@]}"
 cc "${cflags[@]}" "${cu_cflags[@]}" -o "$bin/floor_drain" "$here/floor_drain.c" "${cu_libs[@]}"
 
@@ -348,16 +351,23 @@ SQL
 		n=$STANDIN_N
 	fi
 	local -a floor=(sqlite3 -batch -init /dev/null "$d/state/state.db" "$q")
+	local -a least=("$bin/floor_lookup" "$d/state/state.db" "$rid")
 	spawn_us 1 -- "${ours[@]}" >/dev/null
 	spawn_us 1 -- "${floor[@]}" >/dev/null
+	spawn_us 1 -- "${least[@]}" >/dev/null || die "floor_lookup failed"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		spawn_us "$n" -- "${ours[@]}" >>"$d/ours"
 		spawn_us "$LOOKUP_N" -- /bin/true >>"$d/true"
+		spawn_us "$LOOKUP_N" -- "${least[@]}" >>"$d/least"
 		spawn_us "$LOOKUP_N" -- "${floor[@]}" >>"$d/sqlite"
 	done
-	for f in ours true sqlite; do median "$d/$f" >"$d/$f.med"; done
+	for f in ours true least sqlite; do median "$d/$f" >"$d/$f.med"; done
 	row "$label, $LOOKUP_ROWS rows, vs /bin/true" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/true.med")")" \
 		"$(ratio "$(<"$d/ours.med")" "$(<"$d/true.med")")" "<= 2.5x"
+	row "$label vs floor_lookup ($floor_link): open, the one query, print" "$(ms "$(<"$d/ours.med")")" \
+		"$(ms "$(<"$d/least.med")")" "$(ratio "$(<"$d/ours.med")" "$(<"$d/least.med")")" "-"
+	row "floor_lookup ($floor_link) vs /bin/true" "$(ms "$(<"$d/least.med")")" "$(ms "$(<"$d/true.med")")" \
+		"$(ratio "$(<"$d/least.med")" "$(<"$d/true.med")")" "-"
 	row "$label vs sqlite3 shell query" "$(ms "$(<"$d/ours.med")")" "$(ms "$(<"$d/sqlite.med")")" \
 		"$(ratio "$(<"$d/ours.med")" "$(<"$d/sqlite.med")")" "-"
 	/usr/bin/time -f %M -o "$d/rss.ours" "${ours[@]}" >/dev/null || die "${ours[*]} failed"
