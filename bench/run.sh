@@ -416,7 +416,7 @@ loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
 	# The start's share (session open, isolation probe, the first accept):
 	# the time to the first result, and the rate of the rest after it.
 	calc '%.0f\n' "($tf - $t0) * 1000" >>"$out.first"
-	calc '%.1f\n' "($n - 1) / ($t1 - $tf + 1e-6)" >>"$out.after"
+	calc '%.1f\n' "($n - 1) / ($t1 - $tf)" >>"$out.after"
 }
 
 # Runs that outlast a round of the loop (/bin/sleep 0.1, PACED_N of them)
