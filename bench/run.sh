@@ -567,6 +567,11 @@ bench_loop_e2e() {
 		base=$finished
 		submit_runs "loop$r" "$LOOP_N"
 		loop_round "$r" "$LOOP_N" "$d/ours" --tick 0.05
+		# The same without the guests' namespaces and Landlock: their share.
+		poll_finished || die "GET /admin/summary failed"
+		base=$finished
+		submit_runs "bare$r" "$LOOP_N"
+		loop_round "$r" "$LOOP_N" "$d/bare" --tick 0.05 --isolation none
 		paced_round "$r"
 		# Floor: the same N runs, spawned and reported by floor_post.c.
 		submit_runs "floor$r" "$LOOP_N"
@@ -584,6 +589,9 @@ bench_loop_e2e() {
 	row "loop-e2e, $LOOP_N x /bin/true, 4 slots: exec-loop vs floor_post" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" ">= 0.5x"
 	t=$(median "$d/ours.after")
 	row "loop-e2e: the same after its first result ($(median "$d/ours.first") ms from its start)" "$t runs/s" \
+		"$f runs/s" "$(ratio "$t" "$f")" "-"
+	t=$(median "$d/bare")
+	row "loop-e2e: the same, --isolation none (no namespaces or Landlock; the cgroup stays)" "$t runs/s" \
 		"$f runs/s" "$(ratio "$t" "$f")" "-"
 	t=$(median "$d/paced")
 	row "loop-e2e: $PACED_N x /bin/sleep 0.1, default --tick 1, vs 4 slots' 40 runs/s" "$t runs/s" "40.0 runs/s" "$(ratio "$t" 40)" "-"
