@@ -419,6 +419,14 @@ loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
 	calc '%.1f\n' "($n - 1) / ($t1 - $tf)" >>"$out.after"
 }
 
+# LOOP_N runs of /bin/true submitted, then a round of the loop on them.
+trivial_round() {   # ROUND OUT [EXEC-LOOP OPTION...]
+	poll_finished || die "GET /admin/summary failed"
+	base=$finished
+	submit_runs "${2##*/}$1" "$LOOP_N"
+	loop_round "$1" "$LOOP_N" "$2" --tick 0.05 "${@:3}"
+}
+
 # Runs that outlast a round of the loop (/bin/sleep 0.1, PACED_N of them)
 # at its default tick: 4 slots can finish at most 40 a second.
 paced_round() {   # ROUND
@@ -563,15 +571,9 @@ bench_loop_e2e() {
 	start_dispatcher "$d"
 	tsp_sock=$d/tsp.sock
 	for ((r = 1; r <= ROUNDS; r++)); do
-		poll_finished || die "GET /admin/summary failed"
-		base=$finished
-		submit_runs "loop$r" "$LOOP_N"
-		loop_round "$r" "$LOOP_N" "$d/ours" --tick 0.05
+		trivial_round "$r" "$d/ours"
 		# The same without the guests' namespaces and Landlock: their share.
-		poll_finished || die "GET /admin/summary failed"
-		base=$finished
-		submit_runs "bare$r" "$LOOP_N"
-		loop_round "$r" "$LOOP_N" "$d/bare" --tick 0.05 --isolation none
+		trivial_round "$r" "$d/bare" --isolation none
 		paced_round "$r"
 		# Floor: the same N runs, spawned and reported by floor_post.c.
 		submit_runs "floor$r" "$LOOP_N"
