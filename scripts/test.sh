@@ -82,9 +82,22 @@ fi
 	run_pass sanitizers build-san 4
 } &
 san_pid=$!
+# The fuzz targets (clang) are built beside the passes, at the lowest
+# priority: in their idle moments, not after them.
+nice -n 19 tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1 &
+fuzz_build_pid=$!
 run_pass plain build 3 || status=1
-# the fuzz targets (clang) are built beside the rest of the sanitized pass
-tests/fuzz/build.sh build/fuzz >build/fuzz.log 2>&1
+# The distcheck (the tarball builds and passes the contract tests) as soon
+# as the plain build is free: beside the rest of the sanitized pass, then
+# beside the fuzzing.
+dist_start=$(date +%s)
+{
+	make -s -j2 -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1
+	echo $? >build/distcheck.rc
+	echo $(($(date +%s) - dist_start)) >build/distcheck.seconds
+} &
+dist_pid=$!
+wait "$fuzz_build_pid"
 fuzz_built=$?
 wait "$san_pid"
 case $? in
@@ -102,16 +115,6 @@ for dir in build build-san; do
 	cat "$dir"/tests/drills/crash-*.log | awk -v d="$dir" '/^# crash point /{ p++; n += $(NF-3) }
 		END { if (p) printf "== crash drills (%s): %d point runs, %d kill -9 crashes, 0 violations\n", d, p, n }'
 done
-
-# The distcheck (the tarball builds and passes the contract tests), beside
-# the fuzzing.
-dist_start=$(date +%s)
-{
-	make -s -j2 -C build distcheck TESTS=tests/contract.bats >build/distcheck.log 2>&1
-	echo $? >build/distcheck.rc
-	echo $(($(date +%s) - dist_start)) >build/distcheck.seconds
-} &
-dist_pid=$!
 
 # Fuzzing: each libFuzzer target (ASan + UBSan) for FUZZ_SECONDS (default
 # 20), all at once, from the committed seeds; each target is one test case.

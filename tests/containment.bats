@@ -164,7 +164,7 @@ cgroup_probe() {
 
 @test "the guest, the supervisor and the probe share their parent's memory until they exec (clone3 CLONE_VM | CLONE_VFORK); each guest gets its own environment" {
 	[ "$(uname -m)" = x86_64 ] || skip "the shared-memory spawn is written for x86-64"
-	if grep -q -- --enable-sanitizers "$EXECKIT_BUILDDIR/config.status"; then
+	if sanitized_build; then
 		skip "a sanitized build copies the supervisor (fork): AddressSanitizer does not follow a change of stack"
 	fi
 	command -v strace >/dev/null || skip "no strace"

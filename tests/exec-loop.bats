@@ -2,6 +2,7 @@
 # exec-loop: the tools composed into an executor.
 
 load helpers
+leak_scan_off   # the tools' own tests scan for leaks (helpers.bash)
 
 finished() { admin GET /admin/summary | grep -o '"finished":[0-9]*' | cut -d: -f2; }
 

@@ -8,6 +8,7 @@
 # stopped by pid in drill_teardown, never by name.
 
 load ../helpers
+leak_scan_off   # the tools' own tests scan for leaks (helpers.bash)
 
 DRILLS=$SRC/tests/drills
 

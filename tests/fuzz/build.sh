@@ -19,11 +19,19 @@ libs="$(pkg-config --libs sqlite3 jansson) -ldl"
 # The whole of libcommon (its modules call one another), with the schema
 # header the build generates.
 sh "$top/build-aux/sql2c.sh" "$top"/schema/*.sql >"$out/gen/schema_sql.h"
-srcs=
-for f in "$top"/libcommon/*.c; do srcs="$srcs $f"; done
+# It is compiled once and linked into each target.
+mkdir -p "$out/obj"
+objs=
+for f in "$top"/libcommon/*.c; do
+	o=$out/obj/${f##*/}
+	o=${o%.c}.o
+	# shellcheck disable=SC2086 # the flag list
+	$cc $flags -c -o "$o" "$f"
+	objs="$objs $o"
+done
 for t in runspec classify wire; do
 	# shellcheck disable=SC2086 # flag and file lists
-	$cc $flags -o "$out/fuzz_$t" "$top/tests/fuzz/fuzz_$t.c" $srcs $libs
+	$cc $flags -o "$out/fuzz_$t" "$top/tests/fuzz/fuzz_$t.c" $objs $libs
 	mkdir -p "$out/corpus/$t"
 done
 echo "$out/fuzz_runspec $out/fuzz_classify $out/fuzz_wire"
