@@ -32,7 +32,9 @@ fi
 # repeating it: there the crash drills take fewer seeds (the plain pass
 # alone makes > 250 crashes), the loop fewer stops (its signal handling is
 # the shell's; 200 stops in the plain pass), the restart drill fewer
-# restarts and the concurrency drill fewer operations per worker.
+# restarts, and the concurrency drill and state.bats's concurrent workers
+# fewer operations per worker (CONC_OPS); the WAL's bound, SQLite's own
+# checkpointing, is left to the plain pass.
 #
 # The suites that check the tree rather than the build (TREE_TESTS in
 # Makefile.am: the scripts, the pages, the installed layout and the drills'

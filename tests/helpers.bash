@@ -52,8 +52,8 @@ export WAIT_S WAIT_TRIES WAIT_MS
 # leak is found on the first pass through a path, and each tool's paths
 # (its options, inputs and errors) are its own file's tests, which keep the
 # scan.  The files that compose the tools and repeat those paths many times
-# (the loop's and the drills') call leak_scan_off; the dispatcher each test
-# starts is scanned everywhere.
+# (the loop's and the drills') call leak_scan_off; the dispatcher a test
+# starts (and a drill restarts) is scanned everywhere.
 leak_scan_off() {
 	[[ ${ASAN_OPTIONS-} == *detect_leaks=1* ]] || return 0
 	export ASAN_OPTIONS_SCANNED=$ASAN_OPTIONS
