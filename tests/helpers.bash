@@ -53,12 +53,10 @@ export WAIT_S WAIT_TRIES WAIT_MS
 # (its options, inputs and errors) are its own file's tests, which keep the
 # scan.  The files that compose the tools and repeat those paths many times
 # (the loop's and the drills') call leak_scan_off; the dispatcher a test
-# starts (and a drill restarts) is scanned everywhere.
-leak_scan_off() {
-	[[ ${ASAN_OPTIONS-} == *detect_leaks=1* ]] || return 0
-	export ASAN_OPTIONS_SCANNED=$ASAN_OPTIONS
-	export ASAN_OPTIONS=${ASAN_OPTIONS//detect_leaks=1/detect_leaks=0}
-}
+# starts is scanned everywhere: it runs with ASAN_OPTIONS_SCANNED, the
+# options the run was given.
+export ASAN_OPTIONS_SCANNED=${ASAN_OPTIONS_SCANNED-${ASAN_OPTIONS-}}
+leak_scan_off() { local o=${ASAN_OPTIONS-}; export ASAN_OPTIONS=${o//detect_leaks=1/detect_leaks=0}; }
 
 # The build under test was configured with --enable-sanitizers.
 sanitized_build() { grep -q -- --enable-sanitizers "$BUILD/config.status" 2>/dev/null; }
@@ -70,7 +68,7 @@ sanitized_build() { grep -q -- --enable-sanitizers "$BUILD/config.status" 2>/dev
 start_dispatcher() {
 	local portfile="$BATS_TEST_TMPDIR/disp.port"
 	rm -f "$portfile"
-	ASAN_OPTIONS=${ASAN_OPTIONS_SCANNED-${ASAN_OPTIONS-}} exec-dispatcher --port 0 --port-file "$portfile" \
+	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port 0 --port-file "$portfile" \
 		--store "$BATS_TEST_TMPDIR/disp.db" --quiet --lease-ms 3600000 "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'

@@ -125,7 +125,7 @@ restart_dispatcher() {
 	local portfile="$BATS_TEST_TMPDIR/disp.port" port=${DISP_URL##*:} _
 	rm -f "$portfile"
 	for _ in $(seq 1 100); do   # the port was just freed; bounded retries
-		ASAN_OPTIONS=${ASAN_OPTIONS_SCANNED-${ASAN_OPTIONS-}} exec-dispatcher --port "$port" \
+		ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" \
 			--port-file "$portfile" --store "${1:-$BATS_TEST_TMPDIR/disp.db}" --lease-ms 3600000 --quiet >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 		DISP_PID=$!
 		wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'

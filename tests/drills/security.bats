@@ -45,8 +45,8 @@ load drill
 # log is one more place a secret must not reach.
 start_logging_dispatcher() {
 	local portfile="$BATS_TEST_TMPDIR/disp.port"
-	exec-dispatcher --port 0 --port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" \
-		>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port 0 --port-file "$portfile" \
+		--store "$BATS_TEST_TMPDIR/disp.db" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	wait_for test -s "$portfile"
 	DISP_URL="http://127.0.0.1:$(cat "$portfile")"
