@@ -128,14 +128,20 @@ metric() {
 	ino=$(stat -c %i "$f")
 	exec-inspect metrics --output "$f"
 	[ "$(stat -c %i "$f")" != "$ino" ] || fail "the file was rewritten in place, not replaced"
-	# A reader racing 100 writers sees whole files only.
+	# A reader racing 100 writers sees whole files only: the file's last
+	# line is always the last metric.  (Read by the shell itself, every
+	# few ms, rather than by two processes back to back: the writers, not
+	# the reader, should have the machine.)
 	for i in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
-	local writer=$! reads=0
+	local writer=$! reads=0 lines
 	while kill -0 "$writer" 2>/dev/null && [ "$reads" -lt 5000 ]; do
-		tail -n 1 "$f" | grep -q '^execkit_reconcile_passes_total [0-9]' ||
-			fail "a reader saw a partial file"
+		mapfile -t lines <"$f"
+		[[ ${lines[-1]-} =~ ^execkit_reconcile_passes_total\ [0-9] ]] ||
+			fail "a reader saw a partial file: its last line is '${lines[-1]-}'"
 		reads=$((reads + 1))
+		sleep 0.005
 	done
+	[ "$reads" -gt 0 ] || fail "the reader never ran beside the writers"
 	wait "$writer"
 	run promtool check metrics <"$f"
 	assert_success

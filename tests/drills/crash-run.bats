@@ -54,6 +54,11 @@ round() {
 	submit "$(tspec h1)" "$(tspec h2)"
 	exec-accept --from-dispatcher >/dev/null
 	crash handback-marked exec-session close
+	# The same dispatcher, back as one that asks about an ended session's
+	# runs at once rather than 30 s after its end (--settle-after-ms): the
+	# wait below would otherwise run rounds for those 30 s.
+	kill_dispatcher
+	restart_dispatcher --settle-after-ms 0
 	# witness: marked here, nothing asked there, the session still current
 	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NULL")" = 2 ]
 	[ "$(disp_count accepted)" = 2 ]

@@ -114,7 +114,8 @@ trap '\''echo "drill failed at: $BASH_COMMAND (${FUNCNAME[0]:-top level}, line $
 
 # The dispatcher's loss and return, on the same port (the executor keeps
 # the URL it negotiated with): kill_dispatcher, then restart_dispatcher
-# [STORE] (default: the same store, so the same incarnation).
+# [OPTION...] (exec-dispatcher's own, after the defaults: the same store,
+# so the same incarnation, unless a --store follows).
 kill_dispatcher() {
 	kill -KILL "$DISP_PID"
 	wait "$DISP_PID" 2>/dev/null || true
@@ -126,7 +127,7 @@ restart_dispatcher() {
 	rm -f "$portfile"
 	for _ in $(seq 1 100); do   # the port was just freed; bounded retries
 		ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" \
-			--port-file "$portfile" --store "${1:-$BATS_TEST_TMPDIR/disp.db}" --lease-ms 3600000 --quiet >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+			--port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" --lease-ms 3600000 --quiet "$@" >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 		DISP_PID=$!
 		wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
 		[ -s "$portfile" ] && break
