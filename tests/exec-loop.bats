@@ -260,10 +260,10 @@ exited() {
 	[ -z "$st" ] || [ "$st" = Z ]
 }
 
-@test "TERM or HUP at any moment stops the loop cleanly, every time (${LOOP_STOPS:-200} stops)" {
+@test "TERM or HUP at any moment stops the loop cleanly, every time (${LOOP_STOPS:-100} stops)" {
 	start_dispatcher
 	admin POST /admin/runs "$(for i in $(seq 1 20); do spec "t$i"; done | paste -sd, - | sed 's/^/{"runs":[/; s/$/]}/')" >/dev/null
-	local i n=${LOOP_STOPS:-200} pid rc sig err=$BATS_TEST_TMPDIR/stop.err
+	local i n=${LOOP_STOPS:-100} pid rc sig err=$BATS_TEST_TMPDIR/stop.err
 	for ((i = 1; i <= n; i++)); do
 		sig=TERM
 		((i % 2)) || sig=HUP
