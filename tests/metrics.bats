@@ -133,11 +133,13 @@ metric() {
 	# few ms, rather than by two processes back to back: the writers, not
 	# the reader, should have the machine.)
 	for i in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
-	local writer=$! reads=0 lines
+	local writer=$! reads=0 lines last
 	while kill -0 "$writer" 2>/dev/null && [ "$reads" -lt 5000 ]; do
 		mapfile -t lines <"$f"
-		[[ ${lines[-1]-} =~ ^execkit_reconcile_passes_total\ [0-9] ]] ||
-			fail "a reader saw a partial file: its last line is '${lines[-1]-}'"
+		last=
+		[ "${#lines[@]}" -eq 0 ] || last=${lines[-1]}
+		[[ $last =~ ^execkit_reconcile_passes_total\ [0-9] ]] ||
+			fail "a reader saw a partial file: its last line is '$last'"
 		reads=$((reads + 1))
 		sleep 0.005
 	done
