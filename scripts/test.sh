@@ -28,7 +28,7 @@ fi
 # run_pass VARIANT DIR JOBS: the whole suite on DIR's build, JOBS files at
 # once; its seconds into DIR/pass.seconds.  The plain pass runs the
 # volumes the test files default to: 10 seeds a crash point (some 200 kill
-# -9 crashes), 100 stops of the loop at random moments, 9 restarts, 100
+# -9 crashes), 100 stops of the loop at random moments, 9 restarts, 60
 # operations a concurrent worker.  (Deeper runs are a variable away:
 # doc/recovery.md, "Running the drills".)  Under the sanitizers every
 # process is several times slower, and what they look for (memory and
@@ -44,7 +44,7 @@ fi
 # invariant checker) run in the plain pass only; they would find the same
 # things twice.
 run_pass() {
-	seeds=10 kills=12 stops=100 restarts=9 ops=100 only=
+	seeds=10 kills=12 stops=100 restarts=9 ops=60 only=
 	# shellcheck disable=SC2016 # make expands it
 	[ "$1" = sanitizers ] && seeds=3 kills=3 stops=20 restarts=3 ops=30 only='TESTS=$(BUILD_TESTS)'
 	pass_start=$(date +%s)
@@ -122,15 +122,15 @@ for dir in build build-san; do
 done
 
 # Fuzzing: each libFuzzer target (ASan + UBSan) for FUZZ_SECONDS (default
-# 20), all at once, from the committed seeds; each target is one test case.
-echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target, beside the distcheck)"
+# 15), all at once, from the committed seeds; each target is one test case.
+echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-15} s per target, beside the distcheck)"
 fuzz_pass=0
 fuzz_fail=0
 fuzz_targets="runspec classify wire"
 if [ "$fuzz_built" -eq 0 ]; then
 	for t in $fuzz_targets; do
 		rm -rf "build/fuzz/corpus/$t" && mkdir -p "build/fuzz/corpus/$t"
-		"build/fuzz/fuzz_$t" -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 \
+		"build/fuzz/fuzz_$t" -max_total_time="${FUZZ_SECONDS:-15}" -print_final_stats=1 \
 			-artifact_prefix="build/fuzz/crash-$t-" "build/fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
 			>"build/fuzz/$t.log" 2>&1 &
 		echo $! >"build/fuzz/$t.pid"

@@ -278,10 +278,10 @@ concurrent() {
 	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = 400 ]
 }
 
-# (CONC_OPS, the operations of a worker in the concurrency tests: 100 by
+# (CONC_OPS, the operations of a worker in the concurrency tests: 60 by
 # default, 30 in the sanitized pass of scripts/test.sh)
-@test "8 concurrent workers of $((${CONC_OPS:-100} / 2)) exec-accept calls each all succeed" {
-	local n=$((${CONC_OPS:-100} / 2))
+@test "8 concurrent workers of $((${CONC_OPS:-60} / 2)) exec-accept calls each all succeed" {
+	local n=$((${CONC_OPS:-60} / 2))
 	start_dispatcher
 	open_session
 	concurrent 8 single "$n"

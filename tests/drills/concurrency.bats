@@ -3,7 +3,7 @@
 # process is killed holding the write lock: every write takes the lock with
 # BEGIN IMMEDIATE under a busy timeout, so nobody ever sees SQLITE_BUSY.
 #
-# CONC_WORKERS (default 8) invocations at a time, CONC_OPS (default 100)
+# CONC_WORKERS (default 8) invocations at a time, CONC_OPS (default 60)
 # operations each.
 
 load drill
@@ -13,7 +13,7 @@ load drill
 worker() {
 	local w=$1 i op rc
 	gspec "c$w-0" >"$BATS_TEST_TMPDIR/in.$w"   # first accepted by a "duplicate" op
-	for i in $(seq 1 "${CONC_OPS:-100}"); do
+	for i in $(seq 1 "${CONC_OPS:-60}"); do
 		rc=0
 		case $((i % 6)) in
 		0) op=accept
@@ -57,13 +57,13 @@ hammer() {
 		return 1
 	fi
 	# every committed accept is there exactly once, the killed ones not at all
-	[ "$(val "SELECT count(*) FROM accepts")" = $((n * (${CONC_OPS:-100} / 6 + 1))) ]
+	[ "$(val "SELECT count(*) FROM accepts")" = $((n * (${CONC_OPS:-60} / 6 + 1))) ]
 	[ "$(val "SELECT count(*) FROM accepts WHERE run_id LIKE 'k%' OR run_id = 'dead'")" = 0 ]
 	[ "$(val 'PRAGMA integrity_check')" = ok ]
-	echo "# $n invocations at a time x ${CONC_OPS:-100} operations, after a kill -9 in a write: 0 SQLITE_BUSY" >&3
+	echo "# $n invocations at a time x ${CONC_OPS:-60} operations, after a kill -9 in a write: 0 SQLITE_BUSY" >&3
 }
 
-@test "8 concurrent invocations x 100 operations, right after a kill -9 holding the write lock: no SQLITE_BUSY, no lost write" {
+@test "8 concurrent invocations x ${CONC_OPS:-60} operations, right after a kill -9 holding the write lock: no SQLITE_BUSY, no lost write" {
 	start_dispatcher
 	open_session
 	in_child hammer
