@@ -66,15 +66,26 @@ sanitized_build() { grep -q -- --enable-sanitizers "$BUILD/config.status" 2>/dev
 # accident of a slow machine.
 # shellcheck disable=SC2120  # the .bats files pass ARGS
 start_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port"
+	spawn_dispatcher 0 --quiet --lease-ms 3600000 "$@" || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
+	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
+	export DISP_URL
+}
+
+# spawn_dispatcher PORT [OPTION...]: an exec-dispatcher on 127.0.0.1:PORT
+# (0: one of its choosing, written to disp.port) over the test's store,
+# its log appended to disp.log, scanned for leaks as the run asked
+# (ASAN_OPTIONS_SCANNED); sets DISP_PID.  0 once it listens, 1 if it died
+# first.  Every start of a test's dispatcher goes through here.
+spawn_dispatcher() {
+	local portfile="$BATS_TEST_TMPDIR/disp.port" port=$1
+	shift
 	rm -f "$portfile"
-	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port 0 --port-file "$portfile" \
-		--store "$BATS_TEST_TMPDIR/disp.db" --quiet --lease-ms 3600000 "$@" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" --port-file "$portfile" \
+		--store "$BATS_TEST_TMPDIR/disp.db" "$@" >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
+	export DISP_PID
 	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
-	[ -s "$portfile" ] || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
-	DISP_URL="http://127.0.0.1:$(cat "$portfile")"
-	export DISP_URL DISP_PID
+	[ -s "$portfile" ]
 }
 
 stop_dispatcher() {

@@ -123,19 +123,14 @@ kill_dispatcher() {
 }
 
 restart_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port" port=${DISP_URL##*:} _
-	rm -f "$portfile"
+	local port=${DISP_URL##*:} _
 	for _ in $(seq 1 100); do   # the port was just freed; bounded retries
-		ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" \
-			--port-file "$portfile" --store "$BATS_TEST_TMPDIR/disp.db" --lease-ms 3600000 --quiet "$@" >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
-		DISP_PID=$!
-		wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
-		[ -s "$portfile" ] && break
+		spawn_dispatcher "$port" --lease-ms 3600000 --quiet "$@" && return 0
 		wait "$DISP_PID" 2>/dev/null || true
 		sleep 0.05
 	done
-	[ -s "$portfile" ] || { echo "dispatcher did not come back on port $port" >&2; return 1; }
-	export DISP_PID
+	echo "dispatcher did not come back on port $port" >&2
+	return 1
 }
 
 # The dispatcher's count of runs in STATE (queued offered accepted rejected finished).

@@ -44,12 +44,8 @@ load drill
 # A dispatcher that logs (no --quiet), to $BATS_TEST_TMPDIR/disp.log: the
 # log is one more place a secret must not reach.
 start_logging_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port"
-	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port 0 --port-file "$portfile" \
-		--store "$BATS_TEST_TMPDIR/disp.db" >"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
-	DISP_PID=$!
-	wait_for test -s "$portfile"
-	DISP_URL="http://127.0.0.1:$(cat "$portfile")"
+	spawn_dispatcher 0 || return 1
+	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
 }
 
 @test "the session credential appears in no argv, environment, stderr, log or output" {
