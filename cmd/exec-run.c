@@ -60,7 +60,7 @@ static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS };
+	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -80,6 +80,7 @@ static const struct option options[] = {
 	{ "chain", no_argument, NULL, OPT_CHAIN },
 	{ "log-fd", required_argument, NULL, OPT_LOG_FD },
 	{ "log-stamps", no_argument, NULL, OPT_LOG_STAMPS },
+	{ "ended-fifo", required_argument, NULL, OPT_ENDED_FIFO },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -101,6 +102,8 @@ static const char USAGE[] =
 	"      --log-fd N         start: the detached supervisors write their lines (each\n"
 	"                         begins with the time) to descriptor N instead of\n"
 	"                         out/supervisors.log (exec-loop: its activity log)\n"
+	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO as it\n"
+	"                         ends, its slot free (exec-loop: when to start more)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
@@ -132,7 +135,7 @@ static const char USAGE[] =
 
 struct opts {
 	const struct command *cmd;
-	const char *state_dir, *session, *run_id, *guest_user;
+	const char *state_dir, *session, *run_id, *guest_user, *ended_fifo;
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd, log_fd;
 	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
@@ -400,8 +403,12 @@ struct starter {
 	struct supspawn sup;   /* what every supervisor of this start is told */
 	bool opened;           /* a detached one's stdin and log, once */
 	int started;
-	pid_t kids[256];
-	int nkids;
+	struct {
+		char run_id[RUN_ID_MAX + 1];
+		int ready;       /* the read end of its ready pipe */
+		pid_t pid;
+	} sups[256];             /* as many as --slots allows */
+	int nsups;
 };
 
 /* A detached supervisor outlives our stdout: /dev/null for its stdin, and
@@ -417,19 +424,20 @@ open_detached(struct starter *s)
 }
 
 /* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
- * reparented when we exit) and return once it has committed its start
- * marker or given up. */
+ * reparented when we exit); start_heard() then waits for its word.  All
+ * of a start's supervisors are spawned before any is waited for: their
+ * process starts overlap, and only their start markers' commits take
+ * turns. */
 static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
-	char started[RUN_ID_MAX + 1];
 	int ready[2];
 	pid_t pid;
 
 	fflush(stdout);
 	open_detached(s);
-	if (pipe2(ready, O_CLOEXEC) < 0)
+	if (s->nsups >= (int)(sizeof s->sups / sizeof s->sups[0]) || pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
 	pid = supspawn_start(&s->sup, run_id, ready[1]);
 	close(ready[1]);
@@ -437,16 +445,27 @@ start_one(const char *run_id, void *arg)
 		close(ready[0]);
 		return -1;
 	}
-	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
-		s->kids[s->nkids++] = pid;
-	else if (s->o->wait)
-		waitpid(pid, NULL, 0);
-	if (!supspawn_await(ready[0], run_id, started, sizeof started))
-		return 0;
-	s->started++;
-	if (!s->o->wait && !s->o->json)
-		printf("started %s\n", started);
+	snprintf(s->sups[s->nsups].run_id, sizeof s->sups[0].run_id, "%s", run_id);
+	s->sups[s->nsups].ready = ready[0];
+	s->sups[s->nsups++].pid = pid;
 	return 0;
+}
+
+/* Hear from each supervisor spawned, in the order they were: each answers
+ * once it has committed its start marker or given up. */
+static void
+start_heard(struct starter *s)
+{
+	char started[RUN_ID_MAX + 1];
+	int i;
+
+	for (i = 0; i < s->nsups; i++) {
+		if (!supspawn_await(s->sups[i].ready, s->sups[i].run_id, started, sizeof started))
+			continue;
+		s->started++;
+		if (!s->o->wait && !s->o->json)
+			printf("started %s\n", started);
+	}
 }
 
 /* start: what the supervisors are told to use, decided once here (an
@@ -477,7 +496,7 @@ starter_prepare(struct starter *s, struct ek_err *e)
 		.grace_ms = o->grace_ms, .max_output = o->max_output, .slots = o->slots,
 		.isolation = s->sup.isolation, .guest_user = o->guest_user,
 		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
-		.detached = !o->wait, .in = -1, .log = -1 };
+		.detached = !o->wait, .in = -1, .log = -1, .ended_fifo = o->ended_fifo };
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
 		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));
 	return 0;
@@ -503,7 +522,7 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	struct starter s = { .o = o, .st = st };
 	struct ek_err no_room = { 0 };
 	struct session cur;
-	int unknown, finished, live, i;
+	int unknown, finished, live, i, rc;
 	int64_t before = 0, after = 0;
 	ssize_t n;
 
@@ -527,11 +546,13 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	 * state's count of starts says how many ran while we waited. */
 	if (o->wait && o->chain && counters_started(st, &before, e) < 0)
 		return -1;
-	if (live < o->slots &&
-	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) < 0)
+	rc = live < o->slots ?
+	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) : 0;
+	start_heard(&s);
+	if (rc < 0)
 		return -1;
-	for (i = 0; i < s.nkids; i++)
-		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
+	for (i = 0; i < s.nsups && o->wait; i++)
+		while (waitpid(s.sups[i].pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	if (o->wait && o->chain && counters_started(st, &after, e) < 0)
 		return -1;
@@ -694,6 +715,7 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_CHAIN: o->chain = 1; return 0;
 	case OPT_LOG_FD: return number("log-fd", optarg, 0, INT32_MAX, &o->log_fd);
 	case OPT_LOG_STAMPS: o->log_stamps = 1; return 0;
+	case OPT_ENDED_FIFO: o->ended_fifo = optarg; return 0;
 	case OPT_SESSION: o->session = optarg; return 0;
 	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
 	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);
@@ -741,6 +763,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "%s needs --session SID (the current session)", o->cmd->name);
 	if (o->log_fd >= 0 && (o->cmd->run != cmd_start || o->wait))
 		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
+	if (o->ended_fifo && o->cmd->run != cmd_start && o->cmd->run != cmd_supervise)
+		return cli_usage_error(PROG, "--ended-fifo goes with start");
+	if (o->ended_fifo && o->cmd->run == cmd_start && !supspawn_is_fifo(o->ended_fifo))
+		return cli_usage_error(PROG, "--ended-fifo %.200s: not a fifo", o->ended_fifo);
 	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)
 		return cli_usage_error(PROG, "--log-fd %lld: not an open descriptor", (long long)o->log_fd);
 	if (o->isolation == ISOLATE_USER && !o->guest_user)
@@ -774,6 +800,8 @@ main(int argc, char **argv)
 		return ek_report(PROG, &e);
 	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
+	if (o.ended_fifo && o.cmd->run == cmd_supervise)
+		supspawn_ended(o.ended_fifo);
 	if (rc < 0)
 		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "contain.h"
@@ -72,6 +73,8 @@ supspawn_start(const struct supspawn *s, const char *run_id, int ready)
 		argv[n++] = "--chain", argv[n++] = slots;
 	if (s->detached)
 		argv[n++] = "--log-stamps";   /* its lines join a log */
+	if (s->ended_fifo)
+		argv[n++] = "--ended-fifo", argv[n++] = (char *)s->ended_fifo;
 	argv[n++] = "supervise", argv[n++] = "--", argv[n++] = (char *)run_id;
 	argv[n] = NULL;
 	if (pipe2(fail, O_CLOEXEC) < 0)
@@ -105,4 +108,25 @@ supspawn_await(int fd, const char *run_id, char *id, size_t n)
 	else
 		return false;
 	return true;
+}
+
+bool
+supspawn_is_fifo(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode);
+}
+
+void
+supspawn_ended(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	struct stat sb;
+
+	if (fd < 0)
+		return;   /* its reader is gone (ENXIO), or the fifo (ENOENT) */
+	if (fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode))
+		(void)!write(fd, "\n", 1);   /* a full fifo (EAGAIN) already says it */
+	close(fd);
 }

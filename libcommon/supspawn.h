@@ -25,6 +25,7 @@ struct supspawn {
 	const char *isolation, *guest_user;
 	bool require_isolation, json, chain, detached;
 	int in, log;
+	const char *ended_fifo;   /* passed on: written to as the supervisor ends */
 };
 
 /* Spawn a supervisor of run_id in a session of its own, with ready, the
@@ -38,5 +39,13 @@ pid_t supspawn_start(const struct supspawn *s, const char *run_id, int ready);
  * true if the supervisor started a run, copied into id (run_id, or the
  * one it started instead). */
 bool supspawn_await(int fd, const char *run_id, char *id, size_t n);
+
+/* Whether path names a fifo (not through a link). */
+bool supspawn_is_fifo(const char *path);
+
+/* A supervisor ending: one line to the fifo at path (exec-run start
+ * --ended-fifo), so that whoever reads it knows a slot is free.  Never
+ * waits, and writes nothing to anything but a fifo with a reader. */
+void supspawn_ended(const char *path);
 
 #endif

@@ -641,3 +641,42 @@ gate() {
 	[ "$status" -eq "$EK_USAGE" ]
 	assert_output --partial "--log-fd 250: not an open descriptor"
 }
+
+@test "start --ended-fifo FIFO: each supervisor writes a line to FIFO as it ends (exec-loop's cue to start more)" {
+	local fifo=$BATS_TEST_TMPDIR/freed plain=$BATS_TEST_TMPDIR/plain n=0 line
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec sf1)" "$(spec sf2)" "$(spec sf3)"
+	mkfifo "$fifo"
+	exec 7<>"$fifo"
+	# two supervisors for three runs: one of them chains to the third;
+	# with --wait both have ended when start does, so both lines are there
+	run exec-run start --chain --slots 2 --wait --ended-fifo "$fifo"
+	assert_success
+	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ] || fail "not all three reported"
+	while read -r -t 0 -u 7 && [ "$n" -lt 10 ]; do
+		read -r -u 7 line || fail "a partial line in the fifo"
+		[ -z "$line" ] || fail "unexpected line '$line'"
+		n=$((n + 1))
+	done
+	exec 7>&-
+	[ "$n" -eq 2 ] || fail "$n lines for 2 supervisors"
+	# no reader left: the supervisor writes nothing, and ends all the same
+	submit_and_accept "$(spec sf4)"
+	run exec-run start --wait --ended-fifo "$fifo"
+	assert_success
+	assert_line --partial "sf4 exited 0: delivered"
+	# a supervisor told a file that is not a fifo leaves it alone
+	: >"$plain"
+	submit_and_accept "$(spec sf5)"
+	run exec-run supervise --ended-fifo "$plain" sf5
+	assert_success
+	[ ! -s "$plain" ] || fail "a line written to a plain file"
+	# a start checks it is told a fifo; other commands take no fifo
+	run exec-run start --ended-fifo "$plain"
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--ended-fifo $plain: not a fifo"
+	run exec-run wait --ended-fifo "$fifo"
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--ended-fifo goes with start"
+}
