@@ -403,12 +403,8 @@ struct starter {
 	struct supspawn sup;   /* what every supervisor of this start is told */
 	bool opened;           /* a detached one's stdin and log, once */
 	int started;
-	struct {
-		char run_id[RUN_ID_MAX + 1];
-		int ready;       /* the read end of its ready pipe */
-		pid_t pid;
-	} sups[256];             /* as many as --slots allows */
-	int nsups;
+	pid_t kids[256];
+	int nkids;
 };
 
 /* A detached supervisor outlives our stdout: /dev/null for its stdin, and
@@ -424,20 +420,19 @@ open_detached(struct starter *s)
 }
 
 /* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
- * reparented when we exit); start_heard() then waits for its word.  All
- * of a start's supervisors are spawned before any is waited for: their
- * process starts overlap, and only their start markers' commits take
- * turns. */
+ * reparented when we exit) and return once it has committed its start
+ * marker or given up. */
 static int
 start_one(const char *run_id, void *arg)
 {
 	struct starter *s = arg;
+	char started[RUN_ID_MAX + 1];
 	int ready[2];
 	pid_t pid;
 
 	fflush(stdout);
 	open_detached(s);
-	if (s->nsups >= (int)(sizeof s->sups / sizeof s->sups[0]) || pipe2(ready, O_CLOEXEC) < 0)
+	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
 	pid = supspawn_start(&s->sup, run_id, ready[1]);
 	close(ready[1]);
@@ -445,27 +440,16 @@ start_one(const char *run_id, void *arg)
 		close(ready[0]);
 		return -1;
 	}
-	snprintf(s->sups[s->nsups].run_id, sizeof s->sups[0].run_id, "%s", run_id);
-	s->sups[s->nsups].ready = ready[0];
-	s->sups[s->nsups++].pid = pid;
+	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
+		s->kids[s->nkids++] = pid;
+	else if (s->o->wait)
+		waitpid(pid, NULL, 0);
+	if (!supspawn_await(ready[0], run_id, started, sizeof started))
+		return 0;
+	s->started++;
+	if (!s->o->wait && !s->o->json)
+		printf("started %s\n", started);
 	return 0;
-}
-
-/* Hear from each supervisor spawned, in the order they were: each answers
- * once it has committed its start marker or given up. */
-static void
-start_heard(struct starter *s)
-{
-	char started[RUN_ID_MAX + 1];
-	int i;
-
-	for (i = 0; i < s->nsups; i++) {
-		if (!supspawn_await(s->sups[i].ready, s->sups[i].run_id, started, sizeof started))
-			continue;
-		s->started++;
-		if (!s->o->wait && !s->o->json)
-			printf("started %s\n", started);
-	}
 }
 
 /* start: what the supervisors are told to use, decided once here (an
@@ -522,7 +506,7 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	struct starter s = { .o = o, .st = st };
 	struct ek_err no_room = { 0 };
 	struct session cur;
-	int unknown, finished, live, i, rc;
+	int unknown, finished, live, i;
 	int64_t before = 0, after = 0;
 	ssize_t n;
 
@@ -546,13 +530,11 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	 * state's count of starts says how many ran while we waited. */
 	if (o->wait && o->chain && counters_started(st, &before, e) < 0)
 		return -1;
-	rc = live < o->slots ?
-	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) : 0;
-	start_heard(&s);
-	if (rc < 0)
+	if (live < o->slots &&
+	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) < 0)
 		return -1;
-	for (i = 0; i < s.nsups && o->wait; i++)
-		while (waitpid(s.sups[i].pid, NULL, 0) < 0 && errno == EINTR)
+	for (i = 0; i < s.nkids; i++)
+		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
 			;
 	if (o->wait && o->chain && counters_started(st, &after, e) < 0)
 		return -1;
