@@ -8,12 +8,14 @@
 
 load drill
 
+export CONC_OPS=${CONC_OPS:-60}
+
 # worker W: CONC_OPS operations of the real tools, in a fixed mix; every
 # failure is logged as "W I OP STATUS: stderr".
 worker() {
 	local w=$1 i op rc
 	gspec "c$w-0" >"$BATS_TEST_TMPDIR/in.$w"   # first accepted by a "duplicate" op
-	for i in $(seq 1 "${CONC_OPS:-60}"); do
+	for i in $(seq 1 "$CONC_OPS"); do
 		rc=0
 		case $((i % 6)) in
 		0) op=accept
@@ -57,13 +59,13 @@ hammer() {
 		return 1
 	fi
 	# every committed accept is there exactly once, the killed ones not at all
-	[ "$(val "SELECT count(*) FROM accepts")" = $((n * (${CONC_OPS:-60} / 6 + 1))) ]
+	[ "$(val "SELECT count(*) FROM accepts")" = $((n * ($CONC_OPS / 6 + 1))) ]
 	[ "$(val "SELECT count(*) FROM accepts WHERE run_id LIKE 'k%' OR run_id = 'dead'")" = 0 ]
 	[ "$(val 'PRAGMA integrity_check')" = ok ]
-	echo "# $n invocations at a time x ${CONC_OPS:-60} operations, after a kill -9 in a write: 0 SQLITE_BUSY" >&3
+	echo "# $n invocations at a time x $CONC_OPS operations, after a kill -9 in a write: 0 SQLITE_BUSY" >&3
 }
 
-@test "8 concurrent invocations x ${CONC_OPS:-60} operations, right after a kill -9 holding the write lock: no SQLITE_BUSY, no lost write" {
+@test "8 concurrent invocations x $CONC_OPS operations, right after a kill -9 holding the write lock: no SQLITE_BUSY, no lost write" {
 	start_dispatcher
 	open_session
 	in_child hammer
