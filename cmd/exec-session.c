@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "field.h"
 #include "clock.h"
 #include "crash.h"
 #include "handback.h"
@@ -132,9 +133,9 @@ static int
 read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_err *e)
 {
 	/* the shapes of doc/protocol.md "Identities": anything else is refused */
-	const char *inc = client_shaped_field(a, "incarnation", "inc-", 16);
-	const char *sid = client_shaped_field(a, "session_id", "ses-", 16);
-	const char *c = client_shaped_field(a, "credential", "", 64);
+	const char *inc = field_shaped(a, "incarnation", "inc-", 16);
+	const char *sid = field_shaped(a, "session_id", "ses-", 16);
+	const char *c = field_shaped(a, "credential", "", 64);
 	json_t *lease = json_object_get(a, "lease_ms"), *hb = json_object_get(a, "heartbeat_ms");
 
 	if (!inc || !sid || !c)

@@ -7,27 +7,6 @@
 #include "client.h"
 #include "http.h"
 #include "session.h"
-#include "text.h"
-
-const char *
-client_id_field(json_t *o, const char *key, size_t max)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s && text_is_id(s, 1, max) ? s : NULL;
-}
-
-const char *
-client_shaped_field(json_t *o, const char *key, const char *prefix, size_t hex)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	size_t pl = strlen(prefix);
-
-	if (!s || strncmp(s, prefix, pl) != 0 || strlen(s) != pl + hex ||
-	    strspn(s + pl, "0123456789abcdef") != hex)
-		return NULL;
-	return s;
-}
 
 int
 client_answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)

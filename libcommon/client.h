@@ -50,12 +50,4 @@ int session_heartbeat_pending(struct state *st, struct session *s, int64_t timeo
  * restored copy of the state stores one too. */
 int session_confirm(struct state *st, struct session *s, int64_t timeout_ms, struct ek_err *e);
 
-/* An id the dispatcher issued, in the shape doc/protocol.md gives it:
- * prefix followed by exactly hex lowercase hex digits; NULL if not (an id
- * such as ".." would otherwise become part of a request path). */
-const char *client_shaped_field(json_t *o, const char *key, const char *prefix, size_t hex);
-
-/* A string field of at most max bytes of [A-Za-z0-9._:-]; NULL if not. */
-const char *client_id_field(json_t *o, const char *key, size_t max);
-
 #endif

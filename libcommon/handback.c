@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "client.h"
+#include "field.h"
 #include "handback.h"
 #include "runs.h"
 
@@ -87,10 +87,10 @@ answer_ok(json_t *a)
 	if (!json_is_array(req) || (no && !json_is_array(no)))
 		return 0;
 	json_array_foreach(req, i, x)
-		if (!client_id_field(x, "run_id", RUN_ID_MAX) || !client_id_field(x, "as", RUN_ID_MAX))
+		if (!field_id(x, "run_id", RUN_ID_MAX) || !field_id(x, "as", RUN_ID_MAX))
 			return 0;
 	json_array_foreach(no, i, x)
-		if (!client_id_field(x, "run_id", RUN_ID_MAX) || !json_is_string(json_object_get(x, "why")))
+		if (!field_id(x, "run_id", RUN_ID_MAX) || !json_is_string(json_object_get(x, "why")))
 			return 0;
 	return 1;
 }

@@ -466,12 +466,6 @@ isolate_describe(const struct isolate *iso, char *buf, size_t n)
 /* --- the guest's view ------------------------------------------------------ */
 
 int
-isolate_view_name(const char *run_id, char *buf, size_t n)
-{
-	return snprintf(buf, n, "out/%s%s", run_id, ISOLATE_VIEW_SUFFIX) >= (int)n ? -1 : 0;
-}
-
-int
 isolate_view_create(const struct state *st, const struct isolate *iso, const char *run_id,
     struct ek_err *e)
 {

@@ -45,6 +45,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -91,8 +92,13 @@ int isolate_resolve(enum isolate_mode want, const char *guest_user, bool require
  * them do). */
 void isolate_describe(const struct isolate *iso, char *buf, size_t n);
 
-/* "out/RUN_ID.guest": -1 if it does not fit. */
-int isolate_view_name(const char *run_id, char *buf, size_t n);
+/* "out/RUN_ID.guest": -1 if it does not fit.  Inline, so that naming the
+ * view (exec-inspect does) does not link the rest of isolation. */
+static inline int
+isolate_view_name(const char *run_id, char *buf, size_t n)
+{
+	return snprintf(buf, n, "out/%s%s", run_id, ISOLATE_VIEW_SUFFIX) >= (int)n ? -1 : 0;
+}
 
 /* Make run_id's view directory (user and userns; nothing for none):
  * 0, or -1 (e filled). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "field.h"
 #include "http.h"
 #include "relay.h"
 
@@ -11,7 +12,7 @@
 static int
 item_ok(json_t *item)
 {
-	return client_shaped_field(item, "inspection_id", "insp-", 16) &&
+	return field_shaped(item, "inspection_id", "insp-", 16) &&
 	    json_is_string(json_object_get(item, "run_id")) &&
 	    json_is_string(json_object_get(item, "session_id"));
 }

@@ -8,6 +8,16 @@ export PATH
 
 bats_require_minimum_version 1.5.0
 
+# make_var NAME: a variable of the build's Makefile, expanded (a directory,
+# or what configure chose, such as STATIC_INSPECT).
+make_var() {
+	(
+		unset MAKEFLAGS MFLAGS MAKELEVEL
+		make -s -C "$BUILD" --no-print-directory -f - <<<"include Makefile
+v: ; @echo \$($1)" v
+	)
+}
+
 # bats-support and bats-assert, their files sourced here: their load.bash
 # forks a dirname for each file, some thirty processes for every test.
 for bats_lib in /usr/lib/bats/bats-support/src/{output,error,lang}.bash /usr/lib/bats/bats-assert/src/*.bash; do

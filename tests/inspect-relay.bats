@@ -113,6 +113,35 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	assert_output ""
 }
 
+@test "a static exec-inspect relays through exec-inspect-relay beside it; without one, 71 naming it" {
+	[ "$(make_var STATIC_INSPECT)" = yes ] ||
+		skip "exec-inspect is linked dynamically in this build and relays itself"
+	run readelf -lW "$BUILD/exec-inspect"
+	assert_success
+	refute_output --partial INTERP
+	refute_output --partial DYNAMIC
+	installed=$(make_var pkglibexecdir)/exec-inspect-relay
+	two_sessions
+	ask b1
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$BUILD/exec-inspect" "$BATS_TEST_TMPDIR/bin/"
+	# Alone, and nothing installed: it says what it could not run, before it
+	# opens any state (a missing state directory would be 66).
+	if [ ! -e "$installed" ]; then
+		run --separate-stderr "$BATS_TEST_TMPDIR/bin/exec-inspect" --state-dir "$BATS_TEST_TMPDIR/none" relay
+		[ "$status" -eq "$EK_OSERR" ] || fail "status $status: $stderr"
+		[[ "$stderr" == "exec-inspect: relay: cannot run $installed: No such file or directory"* ]] ||
+			fail "stderr: $stderr"
+	fi
+	# With its relay beside it, the inspection is answered as ever.
+	cp "$BUILD/exec-inspect-relay" "$BATS_TEST_TMPDIR/bin/"
+	run --separate-stderr "$BATS_TEST_TMPDIR/bin/exec-inspect" relay
+	assert_success
+	assert_output "$INSP FILTERED run_id=b1"
+	answer_of "$INSP"
+	[ "$(jget "$body" '$.answer')" = '{"outcome":"FILTERED","run_id":"b1"}' ]
+}
+
 @test "relay: a malformed run id is an ERROR answer, never ABSENT" {
 	two_sessions
 	ids=('a b' '' "$(printf 'x%.0s' {1..129})" 'a/b' 'é' "$(printf 'y%.0s' {1..4096})")

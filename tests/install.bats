@@ -24,12 +24,6 @@ v: ; @echo $(PACKAGE_VERSION)' v)
 	export DEST BIN COMPDIR UNIT MAN VERSION
 }
 
-# make_var NAME: a directory as the build's Makefile has it, expanded.
-make_var() {
-	make -s -C "$BUILD" --no-print-directory -f - <<<"include Makefile
-v: ; @echo \$($1)" v
-}
-
 @test "the tools and the loop are installed and run from there" {
 	local t
 	for t in $TOOLS; do
@@ -38,6 +32,14 @@ v: ; @echo \$($1)" v
 		assert_success
 		assert_output --regexp "^$t \(execkit\) "
 	done
+	# A static exec-inspect relays through its dynamic build, installed apart.
+	[ "$(make_var STATIC_INSPECT)" = yes ] || return 0
+	relay=$DEST$(make_var pkglibexecdir)/exec-inspect-relay
+	[ -x "$relay" ] || fail "exec-inspect-relay is not installed in $(dirname "$relay")"
+	[ ! -e "$BIN/exec-inspect-relay" ] || fail "exec-inspect-relay is installed among the tools"
+	run --separate-stderr "$relay" --version
+	assert_success
+	assert_output --regexp "^exec-inspect \(execkit\) "
 }
 
 @test "the man pages are installed, and man finds execkit(7) and each tool's page" {
@@ -177,6 +179,7 @@ v: ; @echo \$($1)" v
 	[ -f "$d/usr/lib/sysusers.d/execkit.conf" ]
 	[ -f "$d/usr/share/doc/execkit/json.md" ]
 	grep -q '^\.I /etc/execkit/exec-loop.env$' "$d/usr/share/man/man1/exec-loop.1"
+	grep -q '^\.I /usr/libexec/execkit/exec\\-inspect\\-relay$' "$d/usr/share/man/man1/exec-inspect.1"
 	[ -z "$(find "$d" -path '*/usr/etc*')" ] || fail "something went to /usr/etc"
 }
 
