@@ -13,9 +13,9 @@
 
 #include "cli.h"
 #include "client.h"
-#include "field.h"
 #include "clock.h"
 #include "crash.h"
+#include "field.h"
 #include "handback.h"
 #include "inspect.h"
 #include "jsonout.h"
