@@ -11,17 +11,23 @@ start_loop() {
 	LOOP_PID=$!
 }
 
+# loop_bin_but TOOL: the next start_loop runs the loop with the tools
+# linked into $LOOP_BIN, all but TOOL, which the caller writes there.
+loop_bin_but() {
+	local t
+	LOOP_BIN=$BATS_TEST_TMPDIR/bin
+	mkdir -p "$LOOP_BIN"
+	for t in exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect exec-shares exec-loop; do
+		[ "$t" = "$1" ] || ln -s "$(command -v "$t")" "$LOOP_BIN/$t"
+	done
+}
+
 # note_drains: the next start_loop runs the loop beside an exec-reconcile
 # that notes, in $BATS_TEST_TMPDIR/drains, the pid of the worker (its
 # parent) for each drain it runs.  Which worker ran a drain then tells a
 # worker going on from a new one a heartbeat started.
 note_drains() {
-	local t
-	LOOP_BIN=$BATS_TEST_TMPDIR/bin
-	mkdir -p "$LOOP_BIN"
-	for t in exec-session exec-accept exec-run exec-report exec-inspect exec-shares exec-loop; do
-		ln -s "$(command -v "$t")" "$LOOP_BIN/$t"
-	done
+	loop_bin_but exec-reconcile
 	# shellcheck disable=SC2016 # the wrapper's own words, expanded when it runs
 	printf '#!/bin/sh\ncase " $* " in *" --drain "*) echo "$PPID" >>"%s/drains" ;; esac\nexec "%s" "$@"\n' \
 		"$BATS_TEST_TMPDIR" "$(command -v exec-reconcile)" >"$LOOP_BIN/exec-reconcile"
@@ -93,6 +99,37 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	# every line of the log is stamped
 	run grep -Ev "^$TS " "$BATS_TEST_TMPDIR/loop.err"
 	assert_output ""
+}
+
+@test "without --prefetch the queue doubles, up to 8 x --slots, when it ran dry; an idle round brings it back; a --prefetch given stays" {
+	start_dispatcher
+	body=$(for i in $(seq 1 30); do spec "p$i"; done | paste -sd, -)
+	admin POST /admin/runs "{\"runs\":[$body]}" >/dev/null
+	# every feed request waits (bounded) for the queue here to run dry, so
+	# each takes all the room it has: 4 for one slot, then 8, and 8 again
+	loop_bin_but exec-accept
+	printf '#!/bin/sh\necho "$*" >>"%s/accepts"\ni=0\nwhile [ $i -lt 400 ] && [ "$(sqlite3 -readonly "%s" "SELECT count(*) FROM runs WHERE state = '"'queued'"'")" != 0 ]; do\n\tsleep 0.05; i=$((i + 1))\ndone\nexec "%s" "$@"\n' \
+		"$BATS_TEST_TMPDIR" "$EXEC_STATE_DIR/state.db" "$(command -v exec-accept)" >"$LOOP_BIN/exec-accept"
+	chmod +x "$LOOP_BIN/exec-accept"
+	start_loop --slots 1
+	wait_until '[ "$(finished)" = 30 ]'
+	wait_until 'grep -q "exec-loop: prefetch: 4 (idle)\$" "$BATS_TEST_TMPDIR/loop.err"'
+	stop_loop
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^$TS exec-loop: prefetch: 8 \(the queue ran dry\)\$"
+	run grep -E "exec-loop: prefetch: " "$BATS_TEST_TMPDIR/loop.err"
+	refute_output --regexp "prefetch: ([0-35-79]|[1-9][0-9]+) "   # 4 and 8 only
+	run grep -c -- "--prefetch 8 " "$BATS_TEST_TMPDIR/accepts"
+	(( output >= 2 ))   # and the queue ran dry at 8 too: kept at 8
+	LOOP_BIN=
+	# given, it is kept: the same backlog, no change said
+	body=$(for i in $(seq 1 30); do spec "q$i"; done | paste -sd, -)
+	admin POST /admin/runs "{\"runs\":[$body]}" >/dev/null
+	start_loop --slots 1 --prefetch 4
+	wait_until '[ "$(finished)" = 60 ]'
+	stop_loop
+	run grep -c "prefetch: " "$BATS_TEST_TMPDIR/loop.err"
+	assert_output 0
 }
 
 @test "idle, the loop waits on the work feed: a run submitted then starts at once, not at the next tick" {
