@@ -269,6 +269,14 @@ pauses_while_down() {
 	[ "$status" -eq "$EK_USAGE" ]
 	run exec-loop --dispatcher http://x --slots many
 	[ "$status" -eq "$EK_USAGE" ]
+	# exec-run start's bounds, said by the option given (the default
+	# --prefetch follows --slots, and is not the one at fault)
+	local n
+	for n in 0 257 1000; do
+		run --separate-stderr exec-loop --dispatcher http://x --slots "$n"
+		[ "$status" -eq "$EK_USAGE" ]
+		[[ $stderr == "exec-loop: --slots: '$n' is not a number from 1 to 256"* ]] || fail "$stderr"
+	done
 }
 
 # catches_stops PID: PID is the loop's shell (its script named in its
