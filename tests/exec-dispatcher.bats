@@ -856,7 +856,7 @@ paced_flood() {
 	# (at most 1 s); kept, the queue would reach 6 s and more
 	[[ $(num paced) == 6 && $(num rate_queue_ms) -le 1000 ]] || fail "$body"
 	api GET /admin/summary
-	[[ $body == *'"reports":0'[,}]* ]] || fail "$body"   # none was served
+	[[ $body == *'"reports":0'[,\}]* ]] || fail "$body"   # none was served
 }
 
 @test "--rate-wait-ms takes 0 to 10000" {
@@ -1191,7 +1191,9 @@ reply() {
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $(num inspections_pending) == 2 ]]
 	api GET "/v1/sessions/$SID/inspections" "" "$CRED"
+	# shellcheck disable=SC2034 # read by reply, as INSP_$1
 	INSP_b1=$(jget "$body" '$.inspections[0].inspection_id')
+	# shellcheck disable=SC2034
 	INSP_b2=$(jget "$body" '$.inspections[1].inspection_id')
 	reply b1 "$(found b1 true)"                        # settled: it stays
 	# the same store, a dispatcher that gives up at once

@@ -242,7 +242,7 @@ main(int argc, char **argv)
 	return 0;
 }
 EOF
-	# shellcheck disable=SC2086 # the flags are word lists
+	# shellcheck disable=SC2086,SC2046 # the flags are word lists
 	cc -std=c11 -D_GNU_SOURCE $cflags -I"$SRC/libcommon" -I"$BUILD/libcommon" -I"$BUILD" \
 		$(pkg-config --cflags sqlite3 jansson) "$BATS_TEST_TMPDIR/probe.c" -o "$BATS_TEST_TMPDIR/probe" \
 		"$BUILD/libcommon/libcommon.a" $ldflags $(pkg-config --libs sqlite3 jansson)
@@ -430,7 +430,7 @@ EOF
 # --- usage ----------------------------------------------------------------------------
 
 @test "usage errors exit 64 with nothing on stdout" {
-	mkdir -m 700 -p "$EXEC_STATE_DIR"
+	mkdir -m 700 "$EXEC_STATE_DIR"
 	for args in "" "frobnicate" "lookup" "list" "list nonsense" "show" "summary extra" \
 		"summary --session s" "list queued --ids --json" "show a1 -0" "lookup a1 --session s --timeout-ms 0"; do
 		# shellcheck disable=SC2086 # words on purpose

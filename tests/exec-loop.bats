@@ -289,7 +289,7 @@ pauses_while_down() {
 # terminating signal), so a stop sent then met a shell about to become
 # `env`, and it exited 143 or 129 with nothing logged.
 catches_stops() {
-	local mask= want=$(((1 << 0) | (1 << 14))) argv key value
+	local mask='' want=$(((1 << 0) | (1 << 14))) argv key value
 	mapfile -d "" -t argv 2>/dev/null <"/proc/$1/cmdline" || return 1
 	[[ ${argv[1]-} == */exec-loop ]] || return 1
 	while read -r key value; do
@@ -397,6 +397,7 @@ beats() {
 	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
 	beat=$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = 'current'")
 	wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
+	# shellcheck disable=SC2034 # read by the wait_until condition below
 	beat=$(sql "SELECT last_beat_at FROM sessions WHERE status = 'current'")
 	wait_until '[ "$(sql "SELECT IFNULL(last_beat_at, 0) FROM sessions WHERE status = '"'current'"'")" -gt "$beat" ]'
 	[ "$(admin GET /admin/summary | grep -o '"reports":[0-9]*')" = "$reports" ]   # nothing sent yet

@@ -291,6 +291,7 @@ CONF
 	assert_output --partial "HTTP 502"
 	assert_output --partial "|0"
 	exec-dispatcher --port "$port" --store "$BATS_TEST_TMPDIR/disp.db" --quiet 3>&- &
+	# shellcheck disable=SC2034 # the teardown stops it (helpers.bash)
 	DISP_PID=$!
 	wait_until 'curl -s -o /dev/null --max-time 1 "$DISP_URL/admin/summary"'
 	run exec-reconcile

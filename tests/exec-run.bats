@@ -397,6 +397,7 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 @test "--slots bounds the guests running at once" {
 	start_dispatcher
 	open_session
+	# shellcheck disable=SC2046 # a spec a word (none holds a space)
 	submit_and_accept $(for i in 1 2 3 4 5; do spec sl$i /bin/sleep '["3600"]'; done)
 	run exec-run start --slots 2
 	assert_success

@@ -607,6 +607,7 @@ two_asked() {
 	ask nope
 	absent=$INSP
 	ask 'not an id'
+	# shellcheck disable=SC2034 # read by a wait_until condition below
 	malformed=$INSP
 	fault 5xx 3
 	admin POST /admin/runs "$(spec late)" >/dev/null

@@ -10,6 +10,7 @@ load workload
 
 setup_file() {
 	JSONDOC=$BATS_FILE_TMPDIR/jsondoc
+	# shellcheck disable=SC2046 # the flags are a word list
 	cc -std=c11 -D_GNU_SOURCE -o "$JSONDOC" "$SRC/tests/jsondoc.c" \
 		$(pkg-config --cflags --libs jansson)
 	export JSONDOC

@@ -33,6 +33,15 @@ bare_negations() {
 	assert_success
 }
 
+# Bats files too: their variables set elsewhere (SC2154) are not checked,
+# since shellcheck does not follow `load` to the helpers, nor know the
+# stderr and stderr_lines of bats' `run --separate-stderr`.
+@test "every bats file passes shellcheck, but for variables set elsewhere" {
+	cd "$SRC"
+	run shellcheck -S warning -e SC2154 tests/*.bats tests/drills/*.bats
+	assert_success
+}
+
 # The transition table of lifecycle.h: from its heading to the note after it.
 lifecycle_table() {
 	sed -n '/Transitions and the function that performs each/,/The delivery functions are in/p' "$1"

@@ -57,7 +57,7 @@ metric() {
 @test "every metric equals its field of summary --json, over a real workload" {
 	workload "$BATS_TEST_TMPDIR/out"
 	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"handed_back":\{"acknowledged":([0-9]+),"pending":([0-9]+)\},"unreconciled_attempts":([0-9]+),"output":\{"files":([0-9]+),"bytes":([0-9]+)\}\}$'
-	local before after now
+	local before after
 	before=$(date +%s%3N)
 	json=$(exec-inspect summary --json)
 	M=$(exec-inspect metrics)
@@ -120,7 +120,7 @@ metric() {
 @test "--output replaces the file atomically: mode 0644, a new inode, no temporary left, never a part" {
 	start_dispatcher
 	open_session
-	local dir=$BATS_TEST_TMPDIR/textfile f i ino
+	local dir=$BATS_TEST_TMPDIR/textfile f ino
 	mkdir "$dir"
 	f=$dir/execkit.prom
 	(umask 077 && exec-inspect metrics --output "$f")
@@ -132,7 +132,7 @@ metric() {
 	# line is always the last metric.  (Read by the shell itself, every
 	# few ms, rather than by two processes back to back: the writers, not
 	# the reader, should have the machine.)
-	for i in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
+	for _ in $(seq 1 100); do exec-inspect metrics --output "$f"; done &
 	local writer=$! reads=0 lines last
 	while kill -0 "$writer" 2>/dev/null && [ "$reads" -lt 5000 ]; do
 		mapfile -t lines <"$f"

@@ -82,6 +82,7 @@ filler_spec() {
 	remember "$sup"
 	# the guest's pid is recorded before it fills the disk (else that
 	# commit could be the one that finds it full: another drill)
+	# shellcheck disable=SC2034 # set and read by the conditions below
 	local guest
 	wait_until 'guest=$(val "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id = '\''full'\''"); [ "$guest" -gt 0 ]'
 	touch "$GO"

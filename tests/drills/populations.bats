@@ -58,7 +58,8 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	open_session
 	# o2 writes to both streams (a capture file is made on its first
 	# byte), then waits for $GO
-	local o2="echo \\\"\$EXEC_RUN_ID\\\" >> $LEDGER; echo out; echo err >&2; $(guest_wait "$GO")"
+	local o2
+	o2="echo \\\"\$EXEC_RUN_ID\\\" >> $LEDGER; echo out; echo err >&2; $(guest_wait "$GO")"
 	submit '{"run_id":"o1","txn_id":"t","program":"/bin/echo","args":["hello"]}' \
 		"$(printf '{"run_id":"o2","txn_id":"t-o2","program":"/bin/sh","args":["-c","%s"]}' "$o2")"
 	exec-accept --from-dispatcher >/dev/null

@@ -13,7 +13,7 @@ load drill
 # Three gated guests running under the current session, one run queued
 # (heartbeats along the way, so that a short lease lapses only afterwards).
 mid_work() {
-	start_dispatcher "$@"
+	start_dispatcher
 	open_session
 	OLD=$(current_session)
 	submit "$(gspec m1 0 1)" "$(gspec m2 1 1)" "$(gspec m3 2 1)" "$(gspec mq)"
