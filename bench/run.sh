@@ -217,15 +217,18 @@ tcp_exchange() {
 	exec {fd}<&-
 }
 
-# The dispatcher's count of finished runs, into $finished, so that polling
-# starts no process beside the one measured.
-poll_finished() {
+# dispatcher_count PATH KEY: the number GET PATH answers for KEY, into
+# $counted, with no process started beside the one measured.
+dispatcher_count() {
 	local resp
-	finished=
-	tcp_exchange $'GET /admin/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' || return 1
-	[[ $resp =~ \"finished\":([0-9]+) ]] && finished=${BASH_REMATCH[1]}
-	[ -n "$finished" ]
+	counted=
+	tcp_exchange "GET $1 HTTP/1.1"$'\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' || return 1
+	[[ $resp =~ \"$2\":([0-9]+) ]] && counted=${BASH_REMATCH[1]}
+	[ -n "$counted" ]
 }
+
+# The dispatcher's count of finished runs, into $finished.
+poll_finished() { dispatcher_count /admin/summary finished && finished=$counted; }
 
 # The dispatcher's count of result requests received, into $reported.
 # /admin/stats reads counters kept in memory, where /admin/summary takes
@@ -233,13 +236,7 @@ poll_finished() {
 # summary alone slowed floor_post down 8% (bench/README.md, loop-e2e), so
 # a round that waits on its results watches this instead and reads the
 # summary only to confirm the end.
-poll_reported() {
-	local resp
-	reported=
-	tcp_exchange $'GET /admin/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' || return 1
-	[[ $resp =~ \"result\":([0-9]+) ]] && reported=${BASH_REMATCH[1]}
-	[ -n "$reported" ]
-}
+poll_reported() { dispatcher_count /admin/stats result && reported=$counted; }
 
 # post_runs BODY: POST /admin/runs with no process started, so that the
 # latency measured from it is the loop's (curl's own start is 20 ms and
@@ -456,7 +453,6 @@ loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
 # (some 3% of floor_post's rate; bench/README.md, loop-e2e).  Ends when
 # killed, or with the dispatcher.
 observe() {
-	local reported
 	while poll_reported; do nap 0.02; done
 }
 
