@@ -36,6 +36,7 @@
 #include "inspect.h"
 #include "jsonout.h"
 #include "metrics.h"
+#include "proc.h"
 #include "relay.h"
 #include "runlog.h"
 #include "runs.h"
@@ -398,14 +399,11 @@ relay_elsewhere(char **argv, struct ek_err *e)
 {
 	static const char name[] = "exec-inspect-relay";
 	char path[4096], *slash;
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
 
-	if (n > 0) {
-		path[n] = '\0';
-		if ((slash = strrchr(path, '/')) && (size_t)(slash + 1 - path) + sizeof name <= sizeof path) {
-			memcpy(slash + 1, name, sizeof name);
-			execv(path, argv);
-		}
+	if (proc_self_exe(path, sizeof path) == 0 && (slash = strrchr(path, '/')) &&
+	    (size_t)(slash + 1 - path) + sizeof name <= sizeof path) {
+		memcpy(slash + 1, name, sizeof name);
+		execv(path, argv);
 	}
 	execv(RELAY_HELPER, argv);
 	return ek_fail(e, EK_OSERR, "relay: cannot run %s: %s (relay is the dynamically linked "

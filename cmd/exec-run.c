@@ -508,7 +508,6 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	struct session cur;
 	int unknown, finished, live, i;
 	int64_t before = 0, after = 0;
-	ssize_t n;
 
 	/* A state restored from an older copy may still believe in a session the
 	 * dispatcher has ended: confirm it before starting anything. */
@@ -521,9 +520,8 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 		return -1;
 	if (reserve_ensure(st, &no_room) < 0)   /* made again once there is room */
 		ek_clear(&no_room);
-	if ((n = readlink("/proc/self/exe", s.self, sizeof s.self - 1)) < 0)
+	if (proc_self_exe(s.self, sizeof s.self) < 0)
 		return ek_fail(e, EK_OSERR, "readlink /proc/self/exe: %s", strerror(errno));
-	s.self[n] = '\0';
 	if (starter_prepare(&s, e) < 0)
 		return -1;
 	/* With --chain the supervisors start the runs after their first: the

@@ -1,4 +1,5 @@
 /* proc — see proc.h. */
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,21 @@ proc_self_id(char *buf, size_t n)
 	pid_t pid = getpid();
 
 	snprintf(buf, n, "%d:%lld", (int)pid, (long long)proc_start_time(pid));
+}
+
+int
+proc_self_exe(char *buf, size_t n)
+{
+	ssize_t got = readlink("/proc/self/exe", buf, n);
+
+	if (got < 0)
+		return -1;
+	if ((size_t)got >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	buf[got] = '\0';
+	return 0;
 }
 
 bool

@@ -19,6 +19,10 @@ bool proc_alive(pid_t pid, int64_t start);
 /* "PID:START" of this process, for claim owners. */
 void proc_self_id(char *buf, size_t n);
 
+/* The path of this process's program (/proc/self/exe) into buf, of n
+ * bytes: 0, or -1 (errno; ENAMETOOLONG when it does not fit). */
+int proc_self_exe(char *buf, size_t n);
+
 /* Parse "PID:START"; true when it names a live process. */
 bool proc_id_alive(const char *id);
 
