@@ -20,7 +20,10 @@
  * 0, or -1 (e filled): EK_USAGE when path names a directory or is too
  * long, EK_CANTCREAT when the temporary file cannot be created, EK_IOERR
  * when a write, the rename or the directory's fsync fails (a temporary
- * file is never left behind). */
+ * file is never left behind).  No link is followed on the way (a guest
+ * that can write in a directory above path cannot redirect the write) but
+ * root's own in directories only root can write (/var/run -> /run);
+ * a link at path itself is replaced, never written through. */
 int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, struct ek_err *e);
 
 #endif

@@ -202,3 +202,42 @@ cgroup_probe() {
 	[ -s "$PIDFILE" ]
 	run ! kill -0 "$(cat "$PIDFILE")"
 }
+
+# --- what the tools write outside the state directory ------------------------
+# (the loop's own files live in the state directory: exec-loop.bats)
+
+@test "metrics --output: a link planted at the file is replaced, never written through" {
+	start_dispatcher
+	open_session
+	mkdir "$BATS_TEST_TMPDIR/textfile"
+	ln -s "$EXEC_STATE_DIR/state.db" "$BATS_TEST_TMPDIR/textfile/execkit.prom"
+	exec-inspect metrics --output "$BATS_TEST_TMPDIR/textfile/execkit.prom"
+	[ ! -L "$BATS_TEST_TMPDIR/textfile/execkit.prom" ]
+	grep -q '^execkit_' "$BATS_TEST_TMPDIR/textfile/execkit.prom"
+	[ "$(sql "PRAGMA integrity_check")" = ok ]
+	run ! compgen -G "$BATS_TEST_TMPDIR/textfile/.execkit.prom.*"
+}
+
+@test "metrics --output and --port-file follow no link on the way that is not root's, in a directory only root writes" {
+	start_dispatcher
+	open_session
+	local before
+	before=$(ls -A "$EXEC_STATE_DIR")
+	# a directory on the way replaced by a link into the state directory
+	mkdir -m 1777 "$BATS_TEST_TMPDIR/shared"
+	ln -s "$EXEC_STATE_DIR" "$BATS_TEST_TMPDIR/shared/textfile"
+	run -"$EK_CANTCREAT" exec-inspect metrics --output "$BATS_TEST_TMPDIR/shared/textfile/state.db"
+	assert_output --partial "symbolic link that is not root's (not followed)"
+	run -"$EK_CANTCREAT" exec-dispatcher --port 0 --store "$BATS_TEST_TMPDIR/d2.db" \
+		--port-file "$BATS_TEST_TMPDIR/shared/textfile/state.db"
+	assert_output --partial "symbolic link that is not root's (not followed)"
+	[ "$(ls -A "$EXEC_STATE_DIR")" = "$before" ]
+	[ "$(sql "PRAGMA integrity_check")" = ok ]
+	# root's own link, in a directory only root writes, is followed (/var/run -> /run)
+	if [ "$(id -u)" = 0 ]; then
+		mkdir -m 755 "$BATS_TEST_TMPDIR/sys" "$BATS_TEST_TMPDIR/real"
+		ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/sys/run"
+		exec-inspect metrics --output "$BATS_TEST_TMPDIR/sys/run/execkit.prom"
+		[ -s "$BATS_TEST_TMPDIR/real/execkit.prom" ]
+	fi
+}

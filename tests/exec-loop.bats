@@ -216,23 +216,81 @@ pauses_while_down() {
 
 @test "a loop killed with -9 leaves its scratch directory; the next loop removes it, and nothing else" {
 	start_dispatcher
-	export TMPDIR=$BATS_TEST_TMPDIR/tmp
-	mkdir "$TMPDIR" "$TMPDIR/exec-loop.1.keep"      # pid 1 lives: kept
-	ln -s "$BATS_TEST_TMPDIR" "$TMPDIR/exec-loop.999999999.link"   # a link: never followed
+	mkdir -m 700 "$EXEC_STATE_DIR"
+	mkdir "$EXEC_STATE_DIR/loop.1.keep"      # pid 1 lives: kept
+	ln -s "$BATS_TEST_TMPDIR" "$EXEC_STATE_DIR/loop.999999999.link"   # a link: never followed
 	start_loop
-	wait_until 'compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*" >/dev/null'
+	wait_until 'compgen -G "$EXEC_STATE_DIR/loop.$LOOP_PID.*" >/dev/null'
 	local dead=$LOOP_PID
 	kill -KILL "$dead"
 	wait "$dead" || true
-	compgen -G "$TMPDIR/exec-loop.$dead.*" >/dev/null || fail "no scratch directory left to sweep"
+	compgen -G "$EXEC_STATE_DIR/loop.$dead.*" >/dev/null || fail "no scratch directory left to sweep"
 	start_loop
-	wait_until 'compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*" >/dev/null'
-	run ! compgen -G "$TMPDIR/exec-loop.$dead.*"
-	[ -d "$TMPDIR/exec-loop.1.keep" ] && [ -L "$TMPDIR/exec-loop.999999999.link" ]
+	wait_until 'compgen -G "$EXEC_STATE_DIR/loop.$LOOP_PID.*" >/dev/null'
+	run ! compgen -G "$EXEC_STATE_DIR/loop.$dead.*"
+	[ -d "$EXEC_STATE_DIR/loop.1.keep" ]
+	[ -L "$EXEC_STATE_DIR/loop.999999999.link" ]
 	[ -d "$BATS_TEST_TMPDIR" ]
 	kill -TERM "$LOOP_PID"
 	wait "$LOOP_PID" || true
-	run ! compgen -G "$TMPDIR/exec-loop.$LOOP_PID.*"   # a loop that stops removes its own
+	run ! compgen -G "$EXEC_STATE_DIR/loop.$LOOP_PID.*"   # a loop that stops removes its own
+}
+
+# heartbeats: how many heartbeats the dispatcher has received.
+heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/p'; }
+
+@test "the loop writes nothing where a guest can: a guest's links in the shared temporary directory reach no state file" {
+	start_dispatcher
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR"
+	# The guest plants, in every directory of TMPDIR it can find (where the
+	# loop once kept its answers), a link by each name the loop writes,
+	# each to state.db; then notes what it planted.
+	cat >"$BATS_TEST_TMPDIR/planter.sh" <<-EOF
+		n=0
+		for d in "$TMPDIR" "$TMPDIR"/*/; do
+			for f in beat busy started pass open isolation relayed err.\$PPID; do
+				ln -sf "$EXEC_STATE_DIR/state.db" "\$d/\$f" 2>/dev/null && n=\$((n + 1))
+			done
+		done
+		echo "\$n" >"$BATS_TEST_TMPDIR/planted"
+	EOF
+	start_loop
+	wait_until '[ -e "$EXEC_STATE_DIR/state.db" ]'
+	admin POST /admin/runs "{\"runs\":[$(spec p1 /bin/sh "[\"$BATS_TEST_TMPDIR/planter.sh\"]")]}" >/dev/null
+	wait_until '[ -s "$BATS_TEST_TMPDIR/planted" ]'
+	# the loop goes on for two heartbeats and a run after the links are planted
+	local beats
+	# shellcheck disable=SC2034 # read by wait_until's condition
+	beats=$(heartbeats)
+	wait_until '[ "$(heartbeats)" -ge $((beats + 2)) ] || grep -q "heartbeat failed" "$BATS_TEST_TMPDIR/loop.err"'
+	admin POST /admin/runs "{\"runs\":[$(spec p2)]}" >/dev/null
+	wait_until '[ "$(finished)" = 2 ]'
+	[ "$(sql "PRAGMA integrity_check")" = ok ]
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 1 ]
+	run ! compgen -G "$TMPDIR/exec-loop.*"    # nothing of the loop's is there at all
+	kill -TERM "$LOOP_PID"
+	wait "$LOOP_PID"
+}
+
+@test "the loop refuses a state directory that is a link, or that others can enter, before it writes anything" {
+	start_dispatcher
+	mkdir -m 700 "$BATS_TEST_TMPDIR/real"
+	ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/link"
+	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/link"
+	assert_output --partial "a link, not a directory, or not ours"
+	run ! compgen -G "$BATS_TEST_TMPDIR/real/*"
+	mkdir -m 755 "$BATS_TEST_TMPDIR/open"
+	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/open"
+	assert_output --partial "mode 755 lets others in"
+	run ! compgen -G "$BATS_TEST_TMPDIR/open/*"
+}
+
+@test "a loop refused before its session leaves no state directory of its making behind" {
+	run -78 exec-loop --dispatcher "http://127.0.0.1:1" --guest-user no-such-user-here \
+		--state-dir "$BATS_TEST_TMPDIR/fresh/state"
+	assert_output --partial "no user 'no-such-user-here'"
+	[ ! -e "$BATS_TEST_TMPDIR/fresh/state" ]
 }
 
 @test "a revoked session stops the loop with exit 77" {
