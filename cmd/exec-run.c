@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup.h"
 #include "chain.h"
 #include "cli.h"
 #include "client.h"
@@ -130,8 +131,8 @@ static const char USAGE[] =
 	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
 	"75 run not startable now, busy, or wait timed out; 77 no current session, or\n"
 	"the run belongs to another session (quarantined); 78 state from another\n"
-	"version, unsafe permissions, or guests cannot be isolated as asked\n"
-	"(doc/security.md).\n";
+	"version, unsafe permissions, guests cannot be isolated as asked\n"
+	"(doc/security.md), or the state is an older copy (open a new session).\n";
 
 struct opts {
 	const struct command *cmd;
@@ -511,7 +512,7 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 
 	/* A state restored from an older copy may still believe in a session the
 	 * dispatcher has ended: confirm it before starting anything. */
-	if (session_require(st, NULL, &cur, e) < 0 ||
+	if (session_require(st, NULL, &cur, e) < 0 || state_refuse_backup(st, e) < 0 ||
 	    (!o->confirmed && session_confirm(st, &cur, CLIENT_TIMEOUT_MS, e) < 0) ||
 	    run_sweep(st, &unknown, &finished, e) < 0 ||
 	    run_count_live(st, &cur.b, &live, e) < 0 || start_isolation(o, st, &s, e) < 0)

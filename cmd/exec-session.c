@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backup.h"
 #include "cli.h"
 #include "client.h"
 #include "clock.h"
@@ -19,6 +20,7 @@
 #include "handback.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "notice.h"
 #include "result.h"
 #include "runs.h"
 #include "session.h"
@@ -50,6 +52,7 @@ static const char USAGE[] =
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
 	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"
+	"       exec-session [OPTION]... backup FILE\n"
 	"Negotiate, keep and end the executor's control session.\n"
 	"\n"
 	"Commands:\n"
@@ -66,6 +69,10 @@ static const char USAGE[] =
 	"  report     print the startup report without opening a session\n"
 	"  adopt SID  let the current session deliver the results retained under the\n"
 	"             earlier session SID, once the dispatcher has recorded the adoption\n"
+	"  backup FILE  copy the state, consistently while the executor runs, into the\n"
+	"             new FILE (mode 0600: it holds the credential and the executor\n"
+	"             key), marked as a backup: restored, it starts nothing until a new\n"
+	"             session is opened (doc/recovery.md, \"Backup and restore\")\n"
 	"\n"
 	"Options:\n"
 	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
@@ -86,7 +93,8 @@ static const char USAGE[] =
 	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
 	"answered nonsense or refused the adoption; 77 no current session, session\n"
 	"over, or the dispatcher refused this executor's key; 78 state from another\n"
-	"version, or unsafe permissions.\n";
+	"version, unsafe permissions, or a restored copy the dispatcher or a backup's\n"
+	"mark tells (open a new session); 73 backup: cannot create FILE.\n";
 
 struct opts {
 	const struct command *cmd;
@@ -162,12 +170,17 @@ static int
 negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e)
 {
 	char key[STATE_KEY_HEX + 1];
+	int64_t starts;
+	bool backup;
 	json_t *req;
 	int rc;
 
-	if (state_executor_key(st, key, sizeof key, e) < 0)
+	if (notice_count(st, &starts, &backup, e) < 0 || state_executor_key(st, key, sizeof key, e) < 0)
 		return -1;
-	req = json_pack("{s:s, s:s}", "executor_id", st->executor_id, "executor_key", key);
+	/* the start count and a backup copy's mark: how the dispatcher tells
+	 * a restored state (notice.h) */
+	req = json_pack("{s:s, s:s, s:I, s:b}", "executor_id", st->executor_id, "executor_key", key,
+	    "starts", (json_int_t)starts, "restored", backup);
 	explicit_bzero(key, sizeof key);
 	if (!req)
 		return ek_fail(e, EK_OSERR, "out of memory");
@@ -186,13 +199,17 @@ cmd_open(struct state *st, const struct opts *o, struct ek_err *e)
 	struct summary sm;
 	char cred[256];
 	json_t *ans;
+	int64_t seen;
 	int unknown, finished, rc;
 
 	if (run_sweep(st, &unknown, &finished, e) < 0 || negotiate(st, o, &ans, e) < 0)
 		return -1;
 	rc = read_negotiation(ans, &s, cred, sizeof cred, e);
+	seen = json_integer_value(json_object_get(ans, "starts_seen"));
 	json_decref(ans);
-	if (rc < 0)
+	/* the count rises to what the dispatcher has seen before the session is
+	 * recorded: a state that lags it never heartbeats under the new one */
+	if (rc < 0 || notice_rebase(st, seen, e) < 0)
 		return -1;
 	snprintf(s.dispatcher, sizeof s.dispatcher, "%s", o->dispatcher);
 	s.opened_at = now_ms();
@@ -260,7 +277,13 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	bool due;
 	int rc;
 
-	rc = session_call(st, o, "POST", "/heartbeat", NULL, &ans, &s, e);
+	json_t *body;
+	int64_t upto;
+
+	if (notice_body(st, &body, &upto, e) < 0)
+		return -1;
+	rc = session_call(st, o, "POST", "/heartbeat", body, &ans, &s, e);
+	json_decref(body);
 	/* a dispatcher without inspections says nothing: none are pending */
 	if (json_is_integer(p = json_object_get(ans, "inspections_pending")) && json_integer_value(p) > 0)
 		pending = json_integer_value(p);
@@ -268,6 +291,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 	/* due: a result waits that nobody is delivering (its supervisor
 	 * delivers its own, claimed from the moment it was chosen) */
 	if (rc < 0 || record_beat(st, &s, deadline, e) < 0 ||
+	    notice_sent(st, upto, deadline - mono_ms(), e) < 0 ||
 	    result_deliverable_by(st, &s.b, &n, &due, e) < 0)
 		return -1;
 	/* a Retry-After the dispatcher gave: how long no pass should start */
@@ -317,6 +341,14 @@ hand_back(struct state *st, const struct opts *o, struct session *s, struct ek_e
 	json_t *ids = NULL, *req, *ans;
 	int acked, total = 0, batches, rc = 0;
 
+	/* a restored backup cannot say what never started: it hands back nothing */
+	if (state_refuse_backup(st, e) < 0) {
+		if (e->code != EK_VERSION)
+			return -1;
+		fprintf(stderr, "%s: close: nothing handed back: %s\n", PROG, e->msg);
+		ek_clear(e);
+		return 0;
+	}
 	for (batches = 0; rc == 0 && batches < 1000; batches++) {
 		if (handback_mark(st, &s->b, &ids, e) < 0)
 			return -1;
@@ -562,6 +594,20 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 	return rc;
 }
 
+/* A consistent copy of the state, while the executor runs (backup.h). */
+static int
+cmd_backup(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	if (state_backup(st, o->arg, e) < 0)
+		return -1;
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s}", "event", "backup", "file", o->arg));
+	else
+		printf("backup of %s in %s (mode 0600: it holds the session credential and the "
+		    "executor key)\n", st->dbpath, o->arg);
+	return 0;
+}
+
 static int
 cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -579,7 +625,7 @@ cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
 
 /* What a command needs: one SESSION_ID operand; the state directory
  * created when there is none yet. */
-enum { NEEDS_SID = 1, CREATES_STATE = 2 };
+enum { NEEDS_SID = 1, CREATES_STATE = 2, NEEDS_FILE = 4 };
 
 /* The commands, as git's commands[]; gen-completion.sh reads their names. */
 static const struct command {
@@ -593,6 +639,7 @@ static const struct command {
 	{ "show", cmd_show, 0 },
 	{ "report", cmd_report, 0 },
 	{ "adopt", cmd_adopt, NEEDS_SID },
+	{ "backup", cmd_backup, NEEDS_FILE },
 };
 
 static int
@@ -626,7 +673,9 @@ parse_args(int argc, char **argv, struct opts *o)
 	if ((o->cmd->needs & NEEDS_SID) && optind + 2 != argc)
 		return cli_usage_error(PROG, "%s needs one SESSION_ID (an earlier session of this state)",
 		    o->cmd->name);
-	if (!(o->cmd->needs & NEEDS_SID) && optind + 1 != argc)
+	if ((o->cmd->needs & NEEDS_FILE) && optind + 2 != argc)
+		return cli_usage_error(PROG, "%s needs one FILE (a new file for the copy)", o->cmd->name);
+	if (!(o->cmd->needs & (NEEDS_SID | NEEDS_FILE)) && optind + 1 != argc)
 		return cli_usage_error(PROG, "too many operands");
 	o->arg = argv[optind + 1];
 	if (o->cmd->run == cmd_open && !o->dispatcher)

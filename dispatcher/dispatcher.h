@@ -249,7 +249,8 @@ struct MHD_Daemon *http_start(struct ek_err *e);
 
 /* A run's state as the protocol shows it, for a query that names the run
  * r: past runs.state, the final state its settlement gave it. */
-#define RUN_STATE "COALESCE((SELECT f.state FROM settlements f WHERE f.run_id = r.run_id), r.state)"
+#define RUN_STATE "COALESCE((SELECT f.state FROM settlements f WHERE f.run_id = r.run_id), " \
+	"(SELECT 'unknown' FROM run_unknowns u WHERE u.run_id = r.run_id), r.state)"
 
 /* Open (creating if needed) the store at path, bring its schema up to
  * date and load its incarnation (want_inc for a new store). */
@@ -316,6 +317,29 @@ int settle_answer(struct ek_err *e, const char *id, json_t *answer);
 /* The sweep, once a second from main: abandon what nobody settled in
  * time, ask through every current session.  Takes dsp.store.mu. */
 void settle_sweep(void);
+
+/* ---- starts.c ------------------------------------------------------- */
+
+/* starts_shown(): the count shown is below the highest one seen. */
+#define STARTS_OLDER 1
+
+/* Has run_id started, by what the dispatcher holds: a start notice, or
+ * any report attempt (refused or not)?  1, 0, or -1 with e filled. */
+int run_known_started(struct ek_err *e, const char *run_id);
+/* The start count ("starts") in body in, shown by executor xid: 0 (kept
+ * as its highest if it is), STARTS_OLDER if below the highest it showed
+ * before, or an error status (answer set).  *seen: that highest before. */
+int starts_shown(struct req *rq, const char *xid, json_t *in, int64_t *seen);
+/* The start notices ("started": run ids) in body in, sent through session
+ * sid: each run some session of its executor took is known started from
+ * now on.  0, or an error status (answer set). */
+int starts_noticed(struct req *rq, const char *sid, json_t *in);
+/* Executor xid negotiated session sid from a restored state (its count
+ * shown below seen, or backup): every run its ended sessions still hold
+ * unsettled stays with it, and those not known started are unknown.
+ * 0, or an error status (answer set). */
+int starts_restored(struct req *rq, const char *xid, const char *sid, int64_t shown, int64_t seen,
+    bool backup);
 
 /* ---- work.c --------------------------------------------------------- */
 

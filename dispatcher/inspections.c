@@ -256,6 +256,8 @@ h_inspection_list(struct req *rq)
 	return tx_end(rq, answer(rq, 200, out));
 }
 
+enum { EVIDENCE_MAX = 512 };   /* INSPECT_EVIDENCE_MAX less its NUL, and a margin */
+
 /* Check the members of an answer for its outcome; NULL if valid. */
 static const char *
 answer_fields_check(json_t *a, const char *outcome)
@@ -271,10 +273,17 @@ answer_fields_check(json_t *a, const char *outcome)
 	size_t i;
 
 	/* an answer never carries more, so the program or its arguments
-	 * cannot reach the store or a client by this route */
-	json_object_foreach(a, k, v)
+	 * cannot reach the store or a client by this route; a FOUND answer
+	 * from a run's record may say, bounded, where its evidence went */
+	json_object_foreach(a, k, v) {
+		if (allowed == found && strcmp(k, "evidence") == 0) {
+			if (!json_is_string(v) || json_string_length(v) > EVIDENCE_MAX)
+				return "evidence must be a string of at most 512 bytes";
+			continue;
+		}
 		if (!one_of(k, allowed))
 			return "a field the answer's outcome does not have";
+	}
 	for (i = 0; allowed[i]; i++)
 		if (!json_object_get(a, allowed[i]))
 			return "a field of the answer's outcome is missing";

@@ -60,6 +60,19 @@ sess_load(struct req *rq, const char *sid, struct sess *s)
 	return r;
 }
 
+/* The executor of session sid into xid; 0, or an error status. */
+static int
+sess_executor(struct req *rq, const char *sid, char *xid, size_t n)
+{
+	struct sess s;
+	int r = sess_load(rq, sid, &s);
+
+	if (r < 0)
+		return internal(rq);
+	snprintf(xid, n, "%s", r == 1 ? s.executor_id : "");
+	return 0;
+}
+
 /* Are two SHA-256 hex digests equal?  In constant time: how much of a
  * stored digest a guess matched never shows in the answer's timing. */
 static bool
@@ -145,11 +158,14 @@ h_negotiate(struct req *rq)
 	json_t *kv = in ? json_object_get(in, "executor_key") : NULL;
 	const char *key = json_string_value(kv);
 	char sid[24], cred[72], cred_sha[SHA256_HEX_LEN + 1], key_sha[SHA256_HEX_LEN + 1] = "";
-	int64_t now = now_ms();
+	int64_t now = now_ms(), seen = 0, shown;
+	json_t *backup = in ? json_object_get(in, "restored") : NULL;
 	int status;
 
 	if (!in)
 		return 400;
+	if (backup && !json_is_boolean(backup))
+		return fail(rq, 400, "invalid", "restored must be true or false");
 	if (!xid || !is_hex(xid, 32))
 		return fail(rq, 400, "invalid", "executor_id must be 32 hex digits");
 	if (kv && (!key || !is_hex(key, 64)))   /* absent: key_prove() says what that means */
@@ -167,6 +183,14 @@ h_negotiate(struct req *rq)
 		status = internal(rq);
 	else if (status == 0 && sqlite3_changes(dsp.store.db.h) > 0)
 		work_session_ended();
+	/* a state older than one this executor showed, or a restored backup:
+	 * what its earlier sessions hold proves nothing about "never started" */
+	if (status == 0 && (status = starts_shown(rq, xid, in, &seen)) == STARTS_OLDER)
+		status = 0;
+	shown = json_is_integer(json_object_get(in, "starts")) ?
+	    json_integer_value(json_object_get(in, "starts")) : seen;
+	if (status == 0 && (shown < seen || json_is_true(backup)))
+		status = starts_restored(rq, xid, sid, shown, seen, json_is_true(backup));
 	if (status == 0 && (sql_exec(&rq->e, "INSERT INTO sessions(session_id, incarnation, executor_id,"
 	    " cred_sha256, status, lease_expires_ms, created_ms) VALUES(?,?,?,?,'current',?,?)",
 	    "ssssii", sid, dsp.store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0 ||
@@ -174,10 +198,11 @@ h_negotiate(struct req *rq)
 	    "ss", sid, key_sha) < 0))
 		status = internal(rq);
 	else if (status == 0)
-		status = answer(rq, 201, json_pack("{s:s, s:s, s:s, s:I, s:I}",
+		status = answer(rq, 201, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}",
 		    "incarnation", dsp.store.incarnation, "session_id", sid, "credential", cred,
 		    "lease_ms", (json_int_t)dsp.cfg.lease_ms,
-		    "heartbeat_ms", (json_int_t)dsp.cfg.heartbeat_ms));
+		    "heartbeat_ms", (json_int_t)dsp.cfg.heartbeat_ms,
+		    "starts_seen", (json_int_t)(seen > shown ? seen : shown)));
 	return tx_end(rq, status);
 }
 
@@ -188,12 +213,25 @@ h_negotiate(struct req *rq)
 int
 h_heartbeat(struct req *rq)
 {
-	int64_t pending;
+	json_t *in = NULL;
+	int64_t pending, seen;
+	char xid[64] = "";
 	int status;
 
+	/* a body is optional: the start count and notices (starts.c) */
+	if (rq->len > 0 && !(in = body_json(rq)))
+		return 400;
 	if (tx_begin(rq) < 0)
 		return 500;
-	if (!(status = sess_gate(rq, rq->arg, NULL, false))) {
+	if (!(status = sess_gate(rq, rq->arg, NULL, false)) &&
+	    (status = in ? sess_executor(rq, rq->arg, xid, sizeof xid) : 0) == 0 && in &&
+	    (status = starts_shown(rq, xid, in, &seen)) == STARTS_OLDER)
+		status = fail(rq, 409, "state_restored", "this state's start count %" PRId64 " is below "
+		    "%" PRId64 ", which executor %s showed before: it is an older copy (a restore); "
+		    "open a new session", (int64_t)json_integer_value(json_object_get(in, "starts")), seen, xid);
+	if (!status && in)
+		status = starts_noticed(rq, rq->arg, in);
+	if (!status) {
 		if (sql_exec(&rq->e, "UPDATE sessions SET lease_expires_ms=? WHERE session_id=?",
 		    "is", now_ms() + dsp.cfg.lease_ms, rq->arg) < 0 ||
 		    settle_ask(&rq->e, rq->arg) < 0 ||
@@ -398,6 +436,7 @@ settle_answer(struct ek_err *e, const char *id, json_t *a)
 	const char *bsid = json_string_value(json_object_get(a, "session_id"));
 	const char *binc = json_string_value(json_object_get(a, "incarnation"));
 	json_t *started = json_object_get(a, "started");
+	const char *state = json_string_value(json_object_get(a, "state"));
 	char run_id[136] = "", owner[64] = "", inc[40] = "", as[24] = "";
 	const char *how = NULL;
 	int r = st ? db_step(&dsp.store.db, st, e) : -1;
@@ -415,6 +454,23 @@ settle_answer(struct ek_err *e, const char *id, json_t *a)
 	else if (strcmp(outcome, "FOUND") == 0 && bsid && binc && strcmp(bsid, owner) == 0 &&
 	    strcmp(binc, inc) == 0 && json_is_boolean(started))
 		how = json_is_true(started) ? "inspection_started" : "inspection_not_started";
+	else if (strcmp(outcome, "FOUND") == 0 && bsid && binc && strcmp(bsid, owner) == 0 &&
+	    strcmp(binc, inc) == 0 && json_is_null(started) && state && strcmp(state, "unknown") == 0) {
+		/* the executor itself cannot tell: an explicit unknown, kept */
+		if (sql_exec(e, "INSERT OR IGNORE INTO run_unknowns(run_id, why, at_ms) VALUES(?,"
+		    " 'its executor cannot tell whether it started', ?)", "si", run_id, now_ms()) < 0)
+			return -1;
+		how = "inspection_started";
+	}
+	/* "never started" and "absent" give way to what the dispatcher holds:
+	 * a start notice or a report attempt proves the run ran */
+	if (how && strcmp(how, "inspection_started") != 0 && (r = run_known_started(e, run_id)) != 0) {
+		if (r < 0)
+			return -1;
+		say("settlement: run '%s' of session '%s': answered %s, but it is known started"
+		    " (a start notice or a report): it stays", run_id, owner, how);
+		how = "inspection_started";
+	}
 	if (!how) {                         /* no decision: asked again later */
 		say("settlement: run '%s' of session '%s': %s answer decides nothing; asking again"
 		    " later", run_id, owner, outcome);

@@ -428,7 +428,11 @@ handback_one(struct req *rq, const char *sid, const char *id, json_t *out)
 		why = state;                   /* rejected, requeued or abandoned */
 	else if (how[0])
 		why = "settled";               /* answered as started: it stays */
-	else if (run_requeue(&rq->e, id, "handed_back", "handback", NULL, as) < 0)
+	else if ((r = run_known_started(&rq->e, id)) != 0) {
+		if (r < 0)
+			return -1;
+		why = "started";               /* a start notice or a report says it ran */
+	} else if (run_requeue(&rq->e, id, "handed_back", "handback", NULL, as) < 0)
 		return -1;
 	if (why)
 		r = json_array_append_new(json_object_get(out, "not_handed_back"),

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "client.h"
 #include "http.h"
+#include "notice.h"
 #include "session.h"
 
 int
@@ -26,6 +27,11 @@ client_answer_error(const char *url, const struct http_reply *r, json_t *o, char
 		return ek_fail(e, EK_NOSESSION, "%s: session is over (%s)", url,
 		    r->status == 410 && st ? st : "credential refused");
 	}
+	if (r->status == 409 && err && strcmp(err, "state_restored") == 0)
+		return ek_fail(e, EK_VERSION, "%s: the dispatcher has seen a higher start count from "
+		    "this executor: this state is an older copy (a restore), and nothing is started "
+		    "from it; open a new session ('exec-session open': doc/recovery.md, \"Backup and "
+		    "restore\")", url);
 	if (r->status == 403)   /* not this executor's key, say (doc/protocol.md) */
 		return ek_fail(e, EK_NOSESSION, "%s: dispatcher refused this executor: HTTP 403%s%s%s%.300s",
 		    url, err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
@@ -78,15 +84,21 @@ session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_m
     int64_t *pending, struct ek_err *e)
 {
 	char path[256], cred[256], over[16] = "";
-	json_t *ans = NULL, *n;
+	json_t *ans = NULL, *n, *body;
+	int64_t upto;
 	struct ek_err e2;
 	int rc;
 
 	*pending = 0;
-	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
+	if (notice_body(st, &body, &upto, e) < 0)
 		return -1;
+	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0) {
+		json_decref(body);
+		return -1;
+	}
 	snprintf(path, sizeof path, "/v1/sessions/%s/heartbeat", s->b.session_id);
-	rc = client_call(s->dispatcher, "POST", path, cred, NULL, timeout_ms, &ans, over, e);
+	rc = client_call(s->dispatcher, "POST", path, cred, body, timeout_ms, &ans, over, e);
+	json_decref(body);
 	memset(cred, 0, sizeof cred);
 	/* a dispatcher without inspections says nothing: none are pending */
 	n = json_object_get(ans, "inspections_pending");
@@ -97,7 +109,7 @@ session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_m
 		*e = e2;
 	if (rc < 0)
 		return -1;
-	return session_beat(st, &s->b, e);
+	return session_beat(st, &s->b, e) < 0 || notice_sent(st, upto, DB_BUSY_TIMEOUT_MS, e) < 0 ? -1 : 0;
 }
 
 int

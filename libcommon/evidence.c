@@ -42,12 +42,36 @@ row_json(sqlite3_stmt *q)
 	    "body", (const char *)sqlite3_column_blob(q, 11), (size_t)sqlite3_column_bytes(q, 11));
 }
 
+/* The run records of the results a chunk exports (rowids first+1..last). */
+static int
+record_exported(struct state *st, const char *path, int64_t cutoff, bool adoptable, int64_t first,
+    int64_t last, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
+	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, evidence, "
+	    "recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
+	    "results.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
+	    "chosen_at, CASE WHEN refused THEN 'refused (' || IFNULL(refused_cause, '') || "
+	    "'), evidence exported to ' ELSE 'not delivered, evidence exported to ' END || ?5, ?6 "
+	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e);
+
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 2, first);
+	db_bind_i64(q, 3, last);
+	db_bind_i64(q, 4, adoptable);
+	db_bind_text(q, 5, path);
+	db_bind_i64(q, 6, now_ms());
+	return db_exec_stmt(&st->db, q, e);
+}
+
 /* One chunk, in the caller's transaction: write the next rows (by rowid,
  * after *last) to f and make them durable, then delete exactly those rows.
  * *n = rows in the chunk; *last = the rowid of its last row. */
 static int
-export_chunk(struct state *st, FILE *f, int64_t cutoff, bool adoptable, int64_t *last, int64_t *n,
-    struct ek_err *e)
+export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool adoptable,
+    int64_t *last, int64_t *n, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT run_id, incarnation, session_id, outcome, "
 	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body, rowid "
@@ -75,8 +99,10 @@ export_chunk(struct state *st, FILE *f, int64_t cutoff, bool adoptable, int64_t 
 		return rc < 0 ? -1 : 0;
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		return ek_fail(e, EK_IOERR, "writing the export: %s", strerror(errno));
-	/* The rows are in the synced file: only now may they go. */
-	if (!(q = db_prep(&st->db, "DELETE FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e)))
+	/* The rows are in the synced file: only now may they go, each leaving
+	 * its run's record (schema step 12) in the same transaction. */
+	if (record_exported(st, path, cutoff, adoptable, first, *last, e) < 0 ||
+	    !(q = db_prep(&st->db, "DELETE FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e)))
 		return -1;
 	db_bind_i64(q, 1, cutoff);
 	db_bind_i64(q, 2, first);
@@ -193,7 +219,7 @@ evidence_export(struct state *st, const char *path, bool adoptable, struct evide
 		db_yield(&st->db);   /* after a chunk, a waiting writer first */
 		if ((rc = db_begin_write(&st->db, e)) < 0)
 			break;
-		if ((rc = export_chunk(st, f, cutoff, adoptable, &last, &k, e)) < 0 || k == 0) {
+		if ((rc = export_chunk(st, f, path, cutoff, adoptable, &last, &k, e)) < 0 || k == 0) {
 			db_rollback(&st->db);
 			break;
 		}
@@ -233,6 +259,27 @@ receipts_plan(struct state *st, int64_t age_ms, int (*fn)(json_t *item, void *),
 	return rc < 0 ? -1 : 0;
 }
 
+/* The run records of the receipts the next prune chunk removes: the same
+ * rows as its DELETE, in the same transaction. */
+static int
+record_pruned(struct state *st, int64_t cutoff, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
+	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, acked_at, "
+	    "evidence, recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
+	    "receipts.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
+	    "chosen_at, acked_at, 'delivered and acknowledged; its receipt pruned', ?3 "
+	    "FROM receipts WHERE rowid IN (SELECT rowid FROM receipts WHERE acked_at < ?1 "
+	    "ORDER BY rowid LIMIT ?2)", e);
+
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 2, PRUNE_CHUNK_ROWS);
+	db_bind_i64(q, 3, now_ms());
+	return db_exec_stmt(&st->db, q, e);
+}
+
 int
 receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e)
 {
@@ -245,8 +292,9 @@ receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e)
 		db_yield(&st->db);   /* after a chunk, a waiting writer first */
 		if (db_begin_write(&st->db, e) < 0)
 			return failed_after(e, *n, "receipts were pruned");
-		if (!(q = db_prep(&st->db, "DELETE FROM receipts WHERE rowid IN (SELECT rowid "
-		    "FROM receipts WHERE acked_at < ?1 LIMIT ?2)", e))) {
+		if (record_pruned(st, cutoff, e) < 0 ||
+		    !(q = db_prep(&st->db, "DELETE FROM receipts WHERE rowid IN (SELECT rowid "
+		    "FROM receipts WHERE acked_at < ?1 ORDER BY rowid LIMIT ?2)", e))) {
 			db_rollback(&st->db);
 			return failed_after(e, *n, "receipts were pruned");
 		}

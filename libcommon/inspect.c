@@ -231,6 +231,47 @@ read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 	return rc;
 }
 
+/* A run whose execution row and result are gone: what else the state
+ * knows of it, most telling first (schema step 12): its receipt
+ * (acknowledged), its hand-back (never started here), its run record
+ * (finished, where the evidence went), or its acceptance alone (unknown:
+ * nothing says whether it ran, so nothing may read it as "never ran").
+ * 1 found, 0 no record of any kind (ABSENT), -1 error. */
+static int
+read_record_row(struct state *st, struct inspect_found *f, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT txn, inc, sid, started, state, evidence FROM ("
+	    "SELECT 1 AS pri, (SELECT txn_id FROM accepts a WHERE a.run_id = x.run_id) AS txn, "
+	    " x.incarnation AS inc, x.session_id AS sid, "
+	    " CASE WHEN x.started_at IS NOT NULL OR x.outcome <> 'cancelled' THEN 1 ELSE -1 END "
+	    " AS started, 'acknowledged' AS state, NULL AS evidence FROM receipts x WHERE x.run_id = ?1 "
+	    "UNION ALL SELECT 2, (SELECT txn_id FROM accepts a WHERE a.run_id = h.run_id), "
+	    " h.incarnation, h.session_id, 0, 'handed_back', CASE WHEN h.requeued_as IS NOT NULL "
+	    " THEN 're-queued as ' || h.requeued_as END FROM handbacks h WHERE h.run_id = ?1 "
+	    "UNION ALL SELECT 3, r.txn_id, r.incarnation, r.session_id, CASE WHEN r.known = 'unknown' "
+	    " THEN -1 WHEN r.started_at IS NOT NULL OR r.outcome <> 'cancelled' THEN 1 ELSE 0 END, "
+	    " r.known, r.evidence FROM run_records r WHERE r.run_id = ?1 "
+	    "UNION ALL SELECT 4, a.txn_id, a.incarnation, a.session_id, -1, 'unknown', "
+	    " 'only its acceptance is recorded' FROM accepts a WHERE a.run_id = ?1"
+	    ") ORDER BY pri LIMIT 1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, f->run_id);
+	rc = db_step(&st->db, q, e);
+	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
+	    take_binding(q, 1, f, e) < 0))
+		rc = -1;
+	if (rc == 1) {
+		f->started = sqlite3_column_int(q, 3);
+		db_col_text(q, 4, f->state, sizeof f->state);
+		db_col_text(q, 5, f->evidence, sizeof f->evidence);
+	}
+	db_done(&st->db, q);
+	return rc;
+}
+
 /* opened_at of the newest session, 0 if there was none. */
 static int
 newest_session(struct state *st, int64_t *at, struct ek_err *e)
@@ -262,8 +303,8 @@ lookup_snapshot(struct state *st, const char *sid, struct inspect_found *f,
 		    "it holds (open one with 'exec-session open')");
 	if (strcmp(sid, cur.b.session_id) != 0)
 		return ek_fail(e, EK_NOSESSION, "session '%.72s' is not the current session", sid);
-	if ((rc = read_run_row(st, f, e)) == 0)
-		rc = read_result_row(st, f, e);
+	if ((rc = read_run_row(st, f, e)) == 0 && (rc = read_result_row(st, f, e)) == 0)
+		rc = read_record_row(st, f, e);
 	if (rc <= 0)
 		return rc;
 	f->answer = binding_eq(&f->b, &cur.b) ? INSPECT_FILTERED : INSPECT_FOUND;
@@ -361,7 +402,8 @@ inspect_found_json(const struct inspect_found *f, const char *key)
 	    "started", f->started < 0 ? json_null() : json_boolean(f->started),
 	    "start_marker", f->has_marker ? json_string(f->start_marker) : json_null(),
 	    "due_at", f->has_due ? json_integer(f->due_at) : json_null(),
-	    "state", f->state)) < 0) {
+	    "state", f->state)) < 0 ||
+	    (f->evidence[0] && json_object_set_new(o, "evidence", json_string(f->evidence)) < 0)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -38,6 +38,7 @@
 
 #define INSPECT_SHUTDOWN_FILE "shutdown"
 #define INSPECT_MARKER_MAX 128
+#define INSPECT_EVIDENCE_MAX 512   /* a record's evidence text, cut to fit */
 
 enum inspect_mode { INSPECT_VIEW, INSPECT_LOOKUP };
 
@@ -78,11 +79,14 @@ struct inspect_found {
 	struct binding b;                  /* the binding that accepted the run */
 	char txn_id[TXN_ID_MAX + 1];
 	char state[16];                    /* queued, started, unknown: execution row;
-	                                    * retained: only the retained result is left */
+	                                    * retained: only the retained result is left;
+	                                    * acknowledged, handed_back, finished, unknown:
+	                                    * only a record of the run is left */
 	int started;                       /* 1 yes, 0 no, -1 not recorded (see below) */
 	bool has_marker, has_due;
 	char start_marker[INSPECT_MARKER_MAX];
 	int64_t due_at;
+	char evidence[INSPECT_EVIDENCE_MAX]; /* a record's word on where the evidence went, or "" */
 };
 
 /*

@@ -68,16 +68,17 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	assert_output '{"answer":"FILTERED","run_id":"b1"}'
 }
 
-@test "lookup: ABSENT when no execution row and no retained result carry the id" {
+@test "lookup: ABSENT only when the state has no record of the id at all; an acceptance alone is an explicit unknown" {
 	two_sessions
 	run --separate-stderr exec-inspect lookup never-seen --session "$SID"
 	assert_success
 	assert_output "ABSENT run_id=never-seen"
-	# an accepts row alone (no execution row, no result) is not a stored run
+	# an accepts row alone (no execution row, no result, no receipt, no
+	# record): nothing says whether it ran, so it is unknown, never absent
 	sql_write "INSERT INTO accepts(run_id, txn_id, content, receipt, accepted_at) VALUES ('acc-only', 't', '{}', 'r', 0)"
 	run --separate-stderr exec-inspect --json lookup acc-only --session "$SID"
 	assert_success
-	assert_output '{"answer":"ABSENT","run_id":"acc-only"}'
+	assert_output '{"answer":"FOUND","run_id":"acc-only","incarnation":"","session_id":"","txn_id":"t","started":null,"start_marker":null,"due_at":null,"state":"unknown","evidence":"only its acceptance is recorded"}'
 }
 
 # --- errors, never ABSENT ---------------------------------------------------------
@@ -385,9 +386,10 @@ EOF
 	[ "$status" -eq "$EK_NOINPUT" ]
 	[ -z "$output" ]
 	[[ "$stderr" == *"never recorded"* ]]
-	# the lookup does not take a receipt for a stored run
+	# a receipt is a record of the run: never ABSENT (the current
+	# session's own, so FILTERED)
 	run exec-inspect lookup s1 --session "$(current_session)"
-	assert_output "ABSENT run_id=s1"
+	assert_output "FILTERED run_id=s1"
 }
 
 @test "show: the operator sees program and args, the result with attempts, cause and diagnostic" {

@@ -131,6 +131,7 @@ workload() {
 workload_housekeeping() {
 	OUT=$1
 	j event exec-session adopt "$FIRST_SID" --json   # k-old: deliverable again, not exported
+	j event exec-session backup "$OUT/backup.db" --json
 	j event exec-reconcile --json --dry-run --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --dry-run --prune-receipts 0s
