@@ -564,6 +564,22 @@ gate() {
 	[ "$(sql "SELECT state FROM runs")" = queued ]
 }
 
+@test "with the dispatcher down, start names the cause once, whole, after its context" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec d1)"
+	stop_dispatcher
+	run --separate-stderr exec-run start --wait
+	[ "$status" -eq "$EK_UNAVAILABLE" ]
+	[ "$(grep -c . <<<"$stderr")" = 1 ]
+	# one context, then the cause as the HTTP client gave it, ending the line
+	[ "$(grep -o "cannot confirm session" <<<"$stderr" | wc -l)" = 1 ]
+	[ "$(grep -o "Connection refused" <<<"$stderr" | wc -l)" = 1 ]
+	[[ "$stderr" == "exec-run: cannot confirm session '$(current_session)' with the dispatcher, so nothing is started (a stored lease is no proof of a current session): "*"Connection refused" ]] ||
+		fail "not one whole message: $stderr"
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'd1'")" = queued ]
+}
+
 @test "usage errors" {
 	run exec-run
 	[ "$status" -eq "$EK_USAGE" ]
