@@ -285,6 +285,30 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
 }
 
+@test "two cancels of one queued run: the later chooser sees the first one's result, even acknowledged" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec c1)"
+	local sid pid
+	sid=$(current_session)
+	# one cancel has marked the run and stops before it chooses ...
+	EXEC_PAUSE_AT=cancel-marked exec-run cancel c1 --session "$sid" >"$BATS_TEST_TMPDIR/late" 2>&1 &
+	pid=$!
+	wait_until "stopped $pid"
+	# ... while the other chooses, delivers, is acknowledged and releases the row
+	run exec-run cancel c1 --session "$sid"
+	assert_success
+	assert_output --partial "c1 cancelled 143: delivered"
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'c1'") $(sql "SELECT count(*) FROM results")" = "1 0" ]
+	kill -CONT "$pid"
+	wait "$pid" || fail "the later cancel failed: $(cat "$BATS_TEST_TMPDIR/late")"
+	grep -q "already acknowledged" "$BATS_TEST_TMPDIR/late" || fail "$(cat "$BATS_TEST_TMPDIR/late")"
+	# one result: nothing chosen a second time, nothing refused, one body at the dispatcher
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	[ "$(disp_reports c1)" = 1 ]
+	[ "$(disp_hashes c1 | sort -u | wc -l)" = 1 ]
+}
+
 @test "cancel of a running run ends the guest; one result" {
 	ready s1 /bin/sleep '["3600"]'
 	exec-run start --wait >"$BATS_TEST_TMPDIR/out" &
