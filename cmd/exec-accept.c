@@ -60,7 +60,8 @@ static const char USAGE[] =
 	"      --from-dispatcher  pull the session's work feed and send receipts back\n"
 	"      --max N            with --from-dispatcher: at most N runs (default 100)\n"
 	"      --prefetch N       with --from-dispatcher: at most N runs queued here in\n"
-	"                         all, counting those already queued (exec-loop: its slots)\n"
+	"                         all, counting those already queued and due within a\n"
+	"                         minute (exec-loop: its slots)\n"
 	"      --wait-ms N        with --from-dispatcher: when there is no work, wait up\n"
 	"                         to N ms (at most 30000) for some to be submitted; with\n"
 	"                         --prefetch P, first for at most P/2 to be left queued\n"
@@ -94,6 +95,14 @@ struct opts {
 /* How often a wait for room in the queue (--prefetch with --wait-ms) looks
  * at it: a count in the state, no process and no request. */
 #define ACCEPT_ROOM_POLL_MS 10
+
+/* What --prefetch counts: runs due within this long (or overdue).  One
+ * due later waits here whatever the slots do, so it takes no room from
+ * work that could run now: 32 runs due in the year 3000 once filled the
+ * queue, and nothing else ran.  A minute: far longer than a loop's tick
+ * (a run due that soon is as good as queued for a slot), short enough
+ * that what fills the queue is started within one. */
+#define ACCEPT_SOON_MS 60000
 
 struct item {
 	long line;
@@ -447,9 +456,17 @@ accept_feed(struct batch *b, const struct session *s, json_t *runs, struct ek_er
 	return rc;
 }
 
+/* Runs queued here that take room under --prefetch: those due soon. */
+static int
+queued_soon(struct state *st, const struct session *s, int64_t *n, struct ek_err *e)
+{
+	return run_count_due_by(st, &s->b, now_ms() + ACCEPT_SOON_MS, n, e);
+}
+
 /* How many runs to ask the feed for: --max, less what --prefetch says is
- * already queued here (the free slots start the queue soon; what waits
- * beyond them would only be stranded by a stop).  0: ask for nothing. */
+ * already queued here and due soon (the free slots start the queue soon;
+ * what waits beyond them would only be stranded by a stop).  0: ask for
+ * nothing. */
 static int
 feed_max(struct state *st, const struct session *s, const struct opts *o, int64_t *max,
     struct ek_err *e)
@@ -457,7 +474,7 @@ feed_max(struct state *st, const struct session *s, const struct opts *o, int64_
 	int64_t queued = 0;
 
 	*max = o->max;
-	if (o->prefetch && run_count_queued(st, &s->b, &queued, e) < 0)
+	if (o->prefetch && queued_soon(st, s, &queued, e) < 0)
 		return -1;
 	if (o->prefetch && o->prefetch - queued < *max)
 		*max = o->prefetch - queued;
@@ -487,7 +504,7 @@ wait_for_room(struct state *st, const struct session *s, const struct opts *o, i
 	if (!o->prefetch)
 		return 0;
 	for (;;) {
-		if (run_count_queued(st, &s->b, &queued, e) < 0)
+		if (queued_soon(st, s, &queued, e) < 0)
 			return -1;
 		if (queued <= o->prefetch / 2 || mono_ms() >= since + o->wait_ms)
 			return 0;

@@ -121,8 +121,8 @@ session_confirm(struct state *st, struct session *s, int64_t timeout_ms, struct 
 	 * the session ended carries one too.  Only the dispatcher's answer now,
 	 * to this process, confirms the session. */
 	if (e->code == EK_UNAVAILABLE)
-		return ek_fail(e, EK_UNAVAILABLE, "cannot confirm session '%s' with the dispatcher, so "
-		    "nothing is started (a stored lease is no proof of a current session): %s",
-		    s->b.session_id, e->msg);
+		return ek_wrap(e, EK_UNAVAILABLE, "cannot confirm session '%s' with the dispatcher, so "
+		    "nothing is started (a stored lease is no proof of a current session)",
+		    s->b.session_id);
 	return -1;
 }

@@ -20,6 +20,27 @@ ek_fail(struct ek_err *e, int code, const char *fmt, ...)
 	return -1;
 }
 
+int
+ek_wrap(struct ek_err *e, int code, const char *fmt, ...)
+{
+	char earlier[sizeof e->msg];
+	va_list ap;
+	size_t n;
+
+	if (!e)
+		return -1;
+	memcpy(earlier, e->msg, sizeof earlier);
+	earlier[sizeof earlier - 1] = '\0';
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	n = strlen(e->msg);
+	if (earlier[0] && n < sizeof e->msg - 1)
+		snprintf(e->msg + n, sizeof e->msg - n, ": %s", earlier);
+	return -1;
+}
+
 void
 ek_clear(struct ek_err *e)
 {

@@ -44,6 +44,14 @@ struct ek_err {
 int ek_fail(struct ek_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Put context before the message e already holds, with code: e->msg
+ * becomes "CONTEXT: earlier message" (just CONTEXT when it held none).
+ * The earlier message is copied first, so it may be passed nowhere else:
+ * never give e->msg as an argument of ek_fail() on the same e (the
+ * buffer would be read while it is written).  Returns -1. */
+int ek_wrap(struct ek_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Reset e to "no error". */
 void ek_clear(struct ek_err *e);
 

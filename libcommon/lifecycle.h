@@ -32,7 +32,9 @@
  *   started     started     run_set_guest()         after-spawn
  *   started     result      result_choose()         result-chosen / retained (born claimed by
  *                                                   its chooser, who delivers it next)
- *   queued      result      result_choose()         (cancel before start; claimed likewise)
+ *   queued      result      result_choose()         (cancel before start; claimed likewise;
+ *                                                   of two cancels, the one that chooses second
+ *                                                   finds the row or its receipt and loses)
  *   started     unknown     run_sweep()             (supervisor gone, no result)
  *   result      —           claim_all()             claimed
  *   result      —           count_round()           attempt-counted
@@ -71,7 +73,9 @@
  *
  * Invariants (the database enforces those marked *):
  *   1.* A binding, once written, never changes (triggers).
- *   2.* A run has at most one result: results.run_id is the primary key.
+ *   2.* A run has at most one result: results.run_id is the primary key,
+ *       and result_choose() writes none while the run has a receipt (its
+ *       result acknowledged and released), in the same transaction.
  *   3.* An unknown run is never deleted and never leaves unknown.
  *   4.* A started run never goes back to queued.
  *   5.  A result is committed (synchronous=FULL) before its first attempt.

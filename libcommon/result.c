@@ -31,14 +31,17 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
     int64_t claim_ms, struct ek_err *e)
 {
 	/* The run's start facts (schema step 5), program and args (step 10)
-	 * go with its result. */
+	 * go with its result.  A receipt is a result chosen, acknowledged and
+	 * released: a chooser that comes after it (a second cancel of a queued
+	 * run, marked before the first chose) loses, as it would to the row. */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
 	    "outcome, exit_code, wait_status, message, chosen_at, body, claim_owner, claim_until, "
 	    "due_at, started_at, start_marker, program, args) "
 	    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, r.due_at, "
 	    "r.started_at, r.start_marker, r.program, r.args FROM (SELECT 1) "
 	    "LEFT JOIN runs r ON r.run_id = ?1 "
-	    "WHERE true ON CONFLICT(run_id) DO NOTHING", e);
+	    "WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1) "
+	    "ON CONFLICT(run_id) DO NOTHING", e);
 	char owner[CLAIM_OWNER_MAX];
 
 	if (!q)

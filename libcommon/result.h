@@ -5,7 +5,9 @@
  *
  * result_choose() is the only writer of a results row, and the primary key
  * makes the choice unique: of several racing choosers (exit, timeout,
- * cancel) exactly one wins and the others learn they lost.
+ * cancel) exactly one wins and the others learn they lost.  A receipt
+ * counts as that row: a chooser that comes after the result was
+ * acknowledged and released (two cancels of one queued run) loses too.
  */
 #ifndef EK_RESULT_H
 #define EK_RESULT_H
@@ -43,7 +45,7 @@ struct result {
 };
 
 /* Choose the terminal result of run_id under b: one transaction that
- * inserts the row unless one exists.  *won tells whether this call chose.
+ * inserts the row unless one exists, or a receipt for run_id does.  *won tells whether this call chose.
  * wait_status < 0 means none.  With claim_ms > 0 the row is born claimed
  * by this process for that long: a chooser that delivers its own result
  * next keeps a pass from taking it in between (0: unclaimed).  Commit

@@ -565,6 +565,26 @@ run_count_queued(struct state *st, const struct binding *b, int64_t *n, struct e
 }
 
 int
+run_count_due_by(struct state *st, const struct binding *b, int64_t until, int64_t *n,
+    struct ek_err *e)
+{
+	/* runs_due's range: (binding, state) then due_at */
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM runs WHERE incarnation = ?1 "
+	    "AND session_id = ?2 AND state = 'queued' AND due_at <= ?3 AND NOT EXISTS "
+	    "(SELECT 1 FROM handbacks h WHERE h.run_id = runs.run_id)", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_binding(q, 1, b);
+	db_bind_i64(q, 3, until);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		*n = sqlite3_column_int64(q, 0);
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT sup_pid, sup_start FROM runs WHERE "

@@ -103,6 +103,11 @@ int run_each_due(struct state *st, const struct binding *b, int64_t now, int lim
 /* Runs of b queued here and still startable (not handed back). */
 int run_count_queued(struct state *st, const struct binding *b, int64_t *n, struct ek_err *e);
 
+/* Of those, the runs due by `until` (epoch ms): what a queue bound counts
+ * (exec-accept --prefetch), so that runs due far ahead fill no slot. */
+int run_count_due_by(struct state *st, const struct binding *b, int64_t until, int64_t *n,
+    struct ek_err *e);
+
 /* Runs of b in state started whose supervisor is alive. */
 int run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e);
 

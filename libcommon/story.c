@@ -126,7 +126,9 @@ quoted_id(json_t *v, char *buf, size_t n)
 	snprintf(buf, n, "%s", s && *s ? s : "''");
 }
 
-/* "incarnation=I session_id=S (session STATUS; current)". */
+/* "incarnation=I session_id=S (session current)", or for another
+ * session "(session STATUS; not current: quarantined)": the current
+ * session's status says "current" already, once is enough. */
 static void
 binding_text(json_t *b, char *buf, size_t n)
 {
@@ -139,9 +141,11 @@ binding_text(json_t *b, char *buf, size_t n)
 	}
 	quoted_id(json_object_get(b, "incarnation"), inc, sizeof inc);
 	quoted_id(json_object_get(b, "session_id"), sid, sizeof sid);
-	snprintf(buf, n, "incarnation=%s session_id=%s (session %s; %s)", inc, sid,
-	    status ? status : "never negotiated here",
-	    json_is_true(json_object_get(b, "current")) ? "current" : "not current: quarantined");
+	if (json_is_true(json_object_get(b, "current")))
+		snprintf(buf, n, "incarnation=%s session_id=%s (session current)", inc, sid);
+	else
+		snprintf(buf, n, "incarnation=%s session_id=%s (session %s; not current: quarantined)",
+		    inc, sid, status ? status : "never negotiated here");
 }
 
 /* "exited 0", or "-" before a result is chosen. */

@@ -303,6 +303,30 @@ queue_four() {
 	[ "$status" -eq "$EK_USAGE" ]
 }
 
+@test "--prefetch counts the runs due within a minute: runs due far ahead take no room from due work" {
+	local far=32503680000000 soon i   # 3000-01-01
+	soon=$(($(date +%s%3N) + 30000))
+	open_session
+	admin POST /admin/runs "{\"runs\":[$(for i in 1 2 3 4; do spec "f$i" /bin/true '[]' "\"due_at\":$far"; done |
+		paste -sd, -),$(spec s1 /bin/true '[]' "\"due_at\":$soon"),$(spec s2 /bin/true '[]' "\"due_at\":$soon")]}" >/dev/null
+	exec-accept --from-dispatcher --prefetch 4 >/dev/null           # the feed's first 4: f1..f4
+	[ "$(sql "SELECT group_concat(run_id) FROM (SELECT run_id FROM runs ORDER BY 1)")" = f1,f2,f3,f4 ]
+	# the runs due in the year 3000 leave the room whole: s1 and s2 come in
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
+	assert_success
+	[ "$(sql "SELECT count(*) FROM runs")" = 6 ]
+	# a run due in 30 s counts: two more fill the room, the third waits at the dispatcher
+	admin POST /admin/runs "{\"runs\":[$(spec o1),$(spec o2),$(spec o3)]}" >/dev/null
+	run --separate-stderr exec-accept --from-dispatcher --prefetch 4
+	assert_success
+	[ "$(sql "SELECT group_concat(run_id) FROM (SELECT run_id FROM runs WHERE run_id LIKE 'o%' ORDER BY 1)")" = o1,o2 ]
+	[ "$(disp_field o3 state)" = '"queued"' ]
+	# and the due ones run; the others wait for their time
+	exec-run start --wait >/dev/null
+	[ "$(sql "SELECT group_concat(run_id) FROM (SELECT run_id FROM receipts ORDER BY 1)")" = o1,o2 ]
+	[ "$(sql "SELECT count(*) FROM runs WHERE state = 'queued'")" = 6 ]
+}
+
 # feed_requests: work feed requests the dispatcher has had since it started
 feed_requests() {
 	admin GET /admin/stats | sed -n 's/.*"feed":\([0-9]*\).*/\1/p'

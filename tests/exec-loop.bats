@@ -132,6 +132,37 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	assert_output 0
 }
 
+# summary_count STATE: how many runs the dispatcher holds in STATE.
+summary_count() { admin GET /admin/summary | grep -o "\"$1\":[0-9]*" | cut -d: -f2; }
+
+# submit_runs PREFIX N [EXTRA-JSON]: runs PREFIX1..PREFIXN at the dispatcher.
+submit_runs() {
+	local i
+	admin POST /admin/runs "{\"runs\":[$(for ((i = 1; i <= $2; i++)); do spec "$1$i" /bin/true '[]' "${3:-}"; done |
+		paste -sd, -)]}" >/dev/null
+}
+
+@test "runs due in the year 3000 take no room in the queue: due work runs, before and after they are handed back" {
+	start_dispatcher
+	submit_runs f 32 '"due_at":32503680000000'
+	submit_runs o 20
+	start_loop --slots 4 --prefetch 32
+	wait_until '[ "$(finished)" = 20 ]' || fail "$(admin GET /admin/summary)"
+	[ "$(sql "SELECT count(*) FROM runs WHERE state = 'queued' AND run_id LIKE 'f%'")" = 32 ]
+	stop_loop
+	# the close hands the 32 back, acknowledged: the dispatcher queues them again
+	[ "$(sql "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL AND run_id LIKE 'f%'")" = 32 ]
+	[ "$(summary_count queued)" = 32 ]
+	# a new loop pulls them first, and the next due work runs all the same
+	submit_runs p 20
+	start_loop --slots 4 --prefetch 32
+	wait_until '[ "$(finished)" = 40 ]' || fail "$(admin GET /admin/summary)"
+	stop_loop
+	[ "$(sql "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL")" = 64 ]   # pulled and handed back again
+	[ "$(summary_count queued)" = 32 ]
+	[ "$(summary_count finished)" = 40 ]
+}
+
 @test "idle, the loop waits on the work feed: a run submitted then starts at once, not at the next tick" {
 	start_dispatcher
 	start_loop --tick 30

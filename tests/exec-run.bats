@@ -285,6 +285,30 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
 }
 
+@test "two cancels of one queued run: the later chooser sees the first one's result, even acknowledged" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec c1)"
+	local sid pid
+	sid=$(current_session)
+	# one cancel has marked the run and stops before it chooses ...
+	EXEC_PAUSE_AT=cancel-marked exec-run cancel c1 --session "$sid" >"$BATS_TEST_TMPDIR/late" 2>&1 &
+	pid=$!
+	wait_until "stopped $pid"
+	# ... while the other chooses, delivers, is acknowledged and releases the row
+	run exec-run cancel c1 --session "$sid"
+	assert_success
+	assert_output --partial "c1 cancelled 143: delivered"
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'c1'") $(sql "SELECT count(*) FROM results")" = "1 0" ]
+	kill -CONT "$pid"
+	wait "$pid" || fail "the later cancel failed: $(cat "$BATS_TEST_TMPDIR/late")"
+	grep -q "already acknowledged" "$BATS_TEST_TMPDIR/late" || fail "$(cat "$BATS_TEST_TMPDIR/late")"
+	# one result: nothing chosen a second time, nothing refused, one body at the dispatcher
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	[ "$(disp_reports c1)" = 1 ]
+	[ "$(disp_hashes c1 | sort -u | wc -l)" = 1 ]
+}
+
 @test "cancel of a running run ends the guest; one result" {
 	ready s1 /bin/sleep '["3600"]'
 	exec-run start --wait >"$BATS_TEST_TMPDIR/out" &
@@ -562,6 +586,22 @@ gate() {
 	run exec-run start --wait
 	[ "$status" -eq "$EK_NOSESSION" ]
 	[ "$(sql "SELECT state FROM runs")" = queued ]
+}
+
+@test "with the dispatcher down, start names the cause once, whole, after its context" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec d1)"
+	stop_dispatcher
+	run --separate-stderr exec-run start --wait
+	[ "$status" -eq "$EK_UNAVAILABLE" ]
+	[ "$(grep -c . <<<"$stderr")" = 1 ]
+	# one context, then the cause as the HTTP client gave it, ending the line
+	[ "$(grep -o "cannot confirm session" <<<"$stderr" | wc -l)" = 1 ]
+	[ "$(grep -o "Connection refused" <<<"$stderr" | wc -l)" = 1 ]
+	[[ "$stderr" == "exec-run: cannot confirm session '$(current_session)' with the dispatcher, so nothing is started (a stored lease is no proof of a current session): "*"Connection refused" ]] ||
+		fail "not one whole message: $stderr"
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'd1'")" = queued ]
 }
 
 @test "usage errors" {

@@ -160,7 +160,7 @@ story_value() {
 	assert_success
 	[ "$(story_value program)" = /bin/sh ]
 	[ "$(story_value args)" = '["-c","echo out; echo err >&2"]' ]
-	[[ "$(story_value binding)" == "incarnation=inc-"*"(session current; current)" ]]
+	[[ "$(story_value binding)" == "incarnation=inc-"*"(session current)" ]]
 	[[ "$(story_value accepted)" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9:]{8}$ ]]
 	[ "$(story_value started)" = - ]
 	[ "$(story_value outcome)" = - ]

@@ -71,3 +71,68 @@ hammer() {
 	in_child hammer
 	check
 }
+
+# cancel_one RUN SID I: a cancel of RUN, its output and then its status
+# ("status N") into $BATS_TEST_TMPDIR/cancel.RUN.I.
+cancel_one() {
+	local rc=0
+	exec-run cancel "$1" --session "$2" --timeout-ms "$WAIT_MS" >"$BATS_TEST_TMPDIR/cancel.$1.$3" 2>&1 || rc=$?
+	echo "status $rc" >>"$BATS_TEST_TMPDIR/cancel.$1.$3"
+}
+
+# cancel_pair RUN SID [paused]: two cancels of RUN at once.  With
+# "paused", the first stops once it has marked the run (EXEC_PAUSE_AT
+# cancel-marked) and goes on only when the second has ended: the widest
+# window, where the second chooses, delivers and is acknowledged between
+# the first one's mark and its choice.  Without, they race as they come.
+cancel_pair() {
+	local p1 p2 paused=
+	EXEC_PAUSE_AT=${3:+cancel-marked} cancel_one "$1" "$2" 1 &
+	p1=$!
+	[ -z "${3:-}" ] || wait_until "paused=\$(pgrep -P $p1 -x exec-run) && stopped \$paused"
+	cancel_one "$1" "$2" 2 &
+	p2=$!
+	if [ -n "$paused" ]; then
+		wait "$p2"
+		kill -CONT "$paused"
+	fi
+	wait "$p1" "$p2"
+}
+
+# ended_once RUN: both cancels of RUN ended well: each chose the result or
+# found it chosen (exit 0), or came when the execution row was gone (66).
+ended_once() {
+	local i
+	for i in 1 2; do
+		grep -qx "status 0" "$BATS_TEST_TMPDIR/cancel.$1.$i" && continue
+		grep -qx "status $EK_NOINPUT" "$BATS_TEST_TMPDIR/cancel.$1.$i" &&
+			grep -q "already ended" "$BATS_TEST_TMPDIR/cancel.$1.$i" && continue
+		echo "$1: $(cat "$BATS_TEST_TMPDIR/cancel.$1.$i")"
+		return 1
+	done
+}
+
+@test "two cancels racing on each of 40 queued runs: one result each, never a refused second" {
+	local i n=40 sid specs=()
+	start_dispatcher
+	open_session
+	for i in $(seq 1 "$n"); do specs+=("$(gspec "x$i")"); done
+	submit "${specs[@]}"
+	exec-accept --from-dispatcher --max "$n" >/dev/null
+	[ "$(val "SELECT count(*) FROM runs WHERE state = 'queued'")" = "$n" ]
+	sid=$(current_session)
+	# every other run with the widest window, the rest as they come
+	for i in $(seq 1 "$n"); do
+		if ((i % 2)); then cancel_pair "x$i" "$sid" paused; else cancel_pair "x$i" "$sid"; fi
+	done
+	for i in $(seq 1 "$n"); do
+		ended_once "x$i"
+		# one body reported (a second, refused as a conflict, would be another)
+		[ "$(disp_hashes "x$i" | sort -u | wc -l)" = 1 ] || fail "x$i: $(disp_hashes "x$i" | sort -u | wc -l) result bodies"
+		[ "$(disp_charges "x$i")" = 1 ]
+	done
+	[ "$(val "SELECT count(*) FROM results")" = 0 ]   # none left behind, none refused
+	[ "$(val "SELECT count(*) FROM receipts WHERE outcome = 'cancelled'")" = "$n" ]
+	[ ! -f "$LEDGER" ]   # no guest ran
+	check
+}
