@@ -32,8 +32,10 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 {
 	/* The run's start facts (schema step 5), program and args (step 10)
 	 * go with its result.  A receipt is a result chosen, acknowledged and
-	 * released: a chooser that comes after it (a second cancel of a queued
-	 * run, marked before the first chose) loses, as it would to the row. */
+	 * released, and a run record what is left once that receipt or the
+	 * result itself is gone (schema step 12): a chooser that comes after
+	 * either (a second cancel of a queued run, marked before the first
+	 * chose) loses, as it would to the row. */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
 	    "outcome, exit_code, wait_status, message, chosen_at, body, claim_owner, claim_until, "
 	    "due_at, started_at, start_marker, program, args) "
@@ -41,6 +43,7 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 	    "r.started_at, r.start_marker, r.program, r.args FROM (SELECT 1) "
 	    "LEFT JOIN runs r ON r.run_id = ?1 "
 	    "WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1) "
+	    "AND NOT EXISTS (SELECT 1 FROM run_records WHERE run_id = ?1) "
 	    "ON CONFLICT(run_id) DO NOTHING", e);
 	char owner[CLAIM_OWNER_MAX];
 

@@ -22,7 +22,7 @@ CREATE TABLE sessions (
 	incarnation  TEXT NOT NULL,
 	session_id   TEXT NOT NULL,
 	dispatcher   TEXT NOT NULL,            -- base URL it was negotiated with
-	credential   TEXT NOT NULL,            -- read by binding.c only, never printed
+	credential   TEXT NOT NULL,            -- read by session.c only, never printed
 	status       TEXT NOT NULL CHECK (status IN
 	                ('current','replaced','revoked','expired','closed')),
 	opened_at    INTEGER NOT NULL,

@@ -108,7 +108,8 @@ exported_ids() {
 	start_dispatcher
 	open_session
 	local n=20000 f=$BATS_TEST_TMPDIR/big
-	[ "$ACCEPT_CHUNK_RUNS" -gt 0 ] && [ "$ACCEPT_CHUNK_RUNS" -lt "$n" ]
+	[ "$ACCEPT_CHUNK_RUNS" -gt 0 ]
+	[ "$ACCEPT_CHUNK_RUNS" -lt "$n" ]
 	runs 1 "$n" >"$f"
 	# Killed right after its first commit: exactly one chunk is kept (not
 	# the whole input), and none of its outcomes was printed yet.
@@ -152,7 +153,8 @@ SQL
 	start_dispatcher
 	open_session
 	local n=2500 one=$BATS_TEST_TMPDIR/one.jsonl two=$BATS_TEST_TMPDIR/two.jsonl
-	[ "$EVIDENCE_CHUNK_ROWS" -gt 0 ] && [ "$EVIDENCE_CHUNK_ROWS" -lt "$n" ]
+	[ "$EVIDENCE_CHUNK_ROWS" -gt 0 ]
+	[ "$EVIDENCE_CHUNK_ROWS" -lt "$n" ]
 	evidence "$n"
 	sql "SELECT run_id FROM results ORDER BY run_id" >"$BATS_TEST_TMPDIR/all"
 	EXEC_CRASH_AT=export-chunk run exec-reconcile --export-evidence "$one"

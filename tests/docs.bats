@@ -92,10 +92,14 @@ SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "ENVIRONMENT" 
 	done
 }
 
-@test "every page is installed: dist_man_MANS lists each" {
-	local page
+@test "every page is installed: man_MANS lists each, and only those" {
+	local page installed
+	installed=$(make_var man_MANS)
 	for page in "$MANDIR"/*.[17]; do
-		grep -q "doc/man/$(basename "$page")" "$SRC/Makefile.am" || fail "Makefile.am does not install $(basename "$page")"
+		[[ " $installed " == *" man/$(basename "$page") "* ]] || fail "man_MANS does not install $(basename "$page")"
+	done
+	for page in $installed; do
+		[ -f "$MANDIR/${page#man/}" ] || fail "man_MANS names $page, which doc/man/ does not hold"
 	done
 }
 

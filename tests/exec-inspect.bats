@@ -54,7 +54,8 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	local marker due
 	marker=$(sql "SELECT start_marker FROM results WHERE run_id = 'r1'")
 	due=$(sql "SELECT due_at FROM results WHERE run_id = 'r1'")
-	[ -n "$marker" ] && [ "$due" -gt 0 ]
+	[ -n "$marker" ]
+	[ "$due" -gt 0 ]
 	assert_output --partial "\"txn_id\":\"t-r1\",\"started\":true,\"start_marker\":\"$marker\",\"due_at\":$due,\"state\":\"retained\"}"
 }
 
@@ -132,7 +133,8 @@ ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	two_sessions
 	root=$(sql "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_runs_1'")
 	psize=$(sql "PRAGMA page_size")
-	[ -n "$root" ] && [ "$root" -gt 1 ]
+	[ -n "$root" ]
+	[ "$root" -gt 1 ]
 	sqlite3 "$EXEC_STATE_DIR/state.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 	[ ! -s "$EXEC_STATE_DIR/state.db-wal" ]   # every page is in state.db
 	dd if=/dev/zero of="$EXEC_STATE_DIR/state.db" bs="$psize" seek=$((root - 1)) count=1 conv=notrunc 2>/dev/null

@@ -373,7 +373,8 @@ CONF
 	assert_output --regexp '"output":\{"files":2,"bytes":8\}'
 	run exec-reconcile --prune-receipts 0s
 	assert_output "pruned 1 receipts, removed 2 output files"
-	[ ! -e "$EXEC_STATE_DIR/out/o1.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/o1.stderr" ]
+	[ ! -e "$EXEC_STATE_DIR/out/o1.stdout" ]
+	[ ! -e "$EXEC_STATE_DIR/out/o1.stderr" ]
 	# a refused result keeps its output as evidence until it is exported
 	submit_and_accept "$(spec o2 /bin/sh '["-c","echo kept; echo e >&2"]')"
 	fault 4xx 1
@@ -400,8 +401,10 @@ CONF
 	admin DELETE /admin/faults >/dev/null
 	run exec-reconcile --output-cap 2500 --json
 	assert_output '{"event":"collected","output_files":4}'   # c1, c2: stdout and stderr each
-	[ ! -e "$EXEC_STATE_DIR/out/c1.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/c2.stdout" ]
-	[ -e "$EXEC_STATE_DIR/out/c3.stdout" ] && [ -e "$EXEC_STATE_DIR/out/kept.stdout" ]
+	[ ! -e "$EXEC_STATE_DIR/out/c1.stdout" ]
+	[ ! -e "$EXEC_STATE_DIR/out/c2.stdout" ]
+	[ -e "$EXEC_STATE_DIR/out/c3.stdout" ]
+	[ -e "$EXEC_STATE_DIR/out/kept.stdout" ]
 	run exec-reconcile --output-cap 1
 	assert_output "removed 2 output files"                     # c3; kept is retained: never
 	[ -e "$EXEC_STATE_DIR/out/kept.stdout" ]

@@ -73,7 +73,8 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	submit_and_accept "$(spec quiet)" "$(spec errs /bin/sh '["-c","echo e >&2"]')"
 	run exec-run start --wait
 	assert_success
-	[ ! -e "$EXEC_STATE_DIR/out/quiet.stdout" ] && [ ! -e "$EXEC_STATE_DIR/out/quiet.stderr" ]
+	[ ! -e "$EXEC_STATE_DIR/out/quiet.stdout" ]
+	[ ! -e "$EXEC_STATE_DIR/out/quiet.stderr" ]
 	[ ! -e "$EXEC_STATE_DIR/out/errs.stdout" ]
 	[ "$(cat "$EXEC_STATE_DIR/out/errs.stderr")" = e ]
 	run --separate-stderr exec-inspect logs quiet

@@ -57,7 +57,9 @@ elapsed_ms() {
 	first=$(current_session)
 	open_session
 	second=$(current_session)
-	[ -n "$first" ] && [ -n "$second" ] && [ "$first" != "$second" ]
+	[ -n "$first" ]
+	[ -n "$second" ]
+	[ "$first" != "$second" ]
 	[ "$(sql "SELECT status FROM sessions WHERE session_id='$first'")" = replaced ]
 	[ "$(sql "SELECT ended_at IS NOT NULL FROM sessions WHERE session_id='$first'")" = 1 ]
 	[ "$(sql "SELECT status FROM sessions WHERE session_id='$second'")" = current ]

@@ -25,6 +25,33 @@ bare_negations() {
 	assert_output "2:	! grep -q a b"
 }
 
+# "[ a ] && [ b ]" as a statement is exempt from errexit but for its last
+# part: in the middle of a test a false "a" can never fail it (git's
+# t/chainlint.pl finds the like).  A test's last statement is its status,
+# so there it may stand; in a condition (then, do, ;) too.
+and_lists() {
+	awk 'FNR == 1 { pend = "" }
+	{
+		if (pend != "" && $0 !~ /^[ \t]*$/) { if ($0 !~ /^[ \t]*}/) print pend; pend = "" }
+		if ($0 ~ /^[ \t]+\[\[? .*\]\]? *&& *\[\[? / && $0 !~ /\|\|/ && $0 !~ /(then|do|;)[ \t]*$/)
+			pend = FILENAME ":" FNR ": " $0
+	}' "$@"
+}
+
+@test "no test file holds an '[ a ] && [ b ]' list before its last statement" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run and_lists $files
+	assert_output ''
+}
+
+@test "the and-list lint finds what it must" {
+	printf '@test "x" {\n\t[ a ] && [ b ]\n\t[ c ] && [ d ] || fail no\n\tif [ e ] && [ f ]; then :; fi\n\t[ g ] && [ h ]\n}\n' >"$BATS_TEST_TMPDIR/t.bats"
+	run and_lists "$BATS_TEST_TMPDIR/t.bats"
+	assert_output "$BATS_TEST_TMPDIR/t.bats:2: 	[ a ] && [ b ]"
+}
+
 @test "every shell script passes shellcheck" {
 	cd "$SRC"
 	run shellcheck -S warning cmd/exec-loop scripts/*.sh bench/*.sh build-aux/gen-completion.sh \

@@ -95,7 +95,7 @@ round() {
 	exec-accept --from-dispatcher >/dev/null
 	run exec-session close
 	assert_success
-	[[ "$stderr$output" == *"handed back 3 runs"* ]] || true
+	assert_output --partial "handed back 3 runs never started here"
 	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL AND requeued_as LIKE 'rq-%'")" = 3 ]
 	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM handbacks"
 	assert_failure                                    # kept: immutable evidence

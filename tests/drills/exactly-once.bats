@@ -170,14 +170,16 @@ restore() {
 	local loop=$! i
 	remember "$loop"
 	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
-	cp -a "$EXEC_STATE_DIR" "$BATS_TEST_TMPDIR/copy"      # before any run
+	# before any run, a consistent copy taken another way than exec-session
+	# backup (SQLite's own, while the loop runs): it carries no mark
+	sqlite3 -cmd ".timeout $WAIT_MS" "$EXEC_STATE_DIR/state.db" ".backup '$BATS_TEST_TMPDIR/copy.db'"
 	for i in 1 2 3 4; do submit "$(xspec c$i 1)"; done      # one per slot
 	wait_until '[ "$(wc -l <"$LEDGER" 2>/dev/null || echo 0)" = 4 ]'
 	wait_until 'noticed 4'
 	kill -KILL "$loop"
 	wait "$loop" || true
 	kill_recorded
-	restore "$BATS_TEST_TMPDIR/copy"
+	restore "$BATS_TEST_TMPDIR/copy.db"
 	exec-loop --dispatcher "$DISP_URL" --tick 0.1 2>>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	remember "$loop"
@@ -190,4 +192,28 @@ restore() {
 	[ "$(dstore "SELECT count(*) FROM settlements WHERE requeued_as IS NOT NULL")" = 0 ]
 	kill -TERM "$loop"
 	wait "$loop"
+}
+
+@test "a backup restored beside the live state's WAL is refused, untouched: that WAL belongs to another database" {
+	start_dispatcher
+	open_session
+	exec-session backup "$BATS_TEST_TMPDIR/backup.db" >/dev/null
+	submit "$(xspec w1 1)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start >/dev/null
+	wait_until '[ "$(ran_txn w1)" = 1 ]'
+	kill_recorded                        # a supervisor killed with the database open
+	[ -s "$EXEC_STATE_DIR/state.db-wal" ]
+	cp "$BATS_TEST_TMPDIR/backup.db" "$EXEC_STATE_DIR/state.db"     # restored over, the WAL left
+	local before
+	before=$(sha256sum "$EXEC_STATE_DIR"/state.db*)
+	run -"$EK_DATAERR" exec-session report
+	assert_output --partial "belongs to another database"
+	run -"$EK_DATAERR" exec-run start --wait
+	[ "$(sha256sum "$EXEC_STATE_DIR"/state.db*)" = "$before" ]
+	# the documented restore: without the WAL, the copy opens as a backup
+	rm "$EXEC_STATE_DIR/state.db-wal" "$EXEC_STATE_DIR/state.db-shm"
+	run -"$EK_VERSION" exec-run start --wait --confirmed
+	assert_output --partial "restored backup copy"
+	[ "$(ran_txn w1)" = 1 ]
 }

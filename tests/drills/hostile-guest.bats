@@ -154,7 +154,8 @@ state_intact() {
 	grep -q '^unmount: failed' "$out"
 	grep -q '^plant: failed' "$out"
 	grep -q '^write-out: failed' "$out"
-	[ ! -e "$EXEC_STATE_DIR/out/l1-next.stdout" ] && [ ! -L "$EXEC_STATE_DIR/out/l1-next.stdout" ]
+	[ ! -e "$EXEC_STATE_DIR/out/l1-next.stdout" ]
+	[ ! -L "$EXEC_STATE_DIR/out/l1-next.stdout" ]
 	[ ! -e "$EXEC_STATE_DIR/out/planted" ]
 	run succeeded l1
 	assert_output ''                                 # every attempt failed
@@ -203,7 +204,8 @@ state_intact() {
 	echo "$output"
 	assert_output --partial "n1 exec_failed 126: delivered"
 	assert_output --partial "n2 exec_failed 126: delivered"
-	[ "$(ran n1)" = 0 ] && [ "$(ran n2)" = 0 ]      # neither guest ran
+	[ "$(ran n1)" = 0 ]
+	[ "$(ran n2)" = 0 ]      # neither guest ran
 	run admin GET /admin/runs/n1
 	assert_output --partial "not run: cannot create '$EXEC_STATE_DIR/out/n1.stdout': it is a symbolic link (not followed)"
 	run admin GET /admin/runs/n2
@@ -246,7 +248,8 @@ state_intact() {
 	assert_success
 	[[ "$stderr" == *"cannot create '$EXEC_STATE_DIR/out/k1.notify': it is a symbolic link (not followed)"* ]] || fail "$stderr"
 	[ ! -e "$BATS_TEST_TMPDIR/hook.env" ]
-	[ -L "$EXEC_STATE_DIR/out/k1.notify" ] && [ -L "$EXEC_STATE_DIR/out/supervisors.log" ]
+	[ -L "$EXEC_STATE_DIR/out/k1.notify" ]
+	[ -L "$EXEC_STATE_DIR/out/supervisors.log" ]
 	state_intact "$size"
 	exec-run cancel k1 --session "$(current_session)" >/dev/null
 	wait_until '[ "$(disp_count finished)" = 2 ]'
