@@ -217,3 +217,30 @@ restore() {
 	assert_output --partial "restored backup copy"
 	[ "$(ran_txn w1)" = 1 ]
 }
+
+@test "the dispatcher's store restored from an older copy: the work it resurrects is recognised by the executor that ran it, by run id, and never runs again" {
+	start_dispatcher
+	open_session
+	submit "$(xspec s1)"
+	# the dispatcher's copy: s1 queued in it
+	sqlite3 -cmd ".timeout $WAIT_MS" "$BATS_TEST_TMPDIR/disp.db" ".backup '$BATS_TEST_TMPDIR/disp-copy.db'"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start --wait >/dev/null
+	wait_until '[ "$(val "SELECT count(*) FROM receipts")" = 1 ]'
+	[ "$(ran_txn s1)" = 1 ]
+	# the loss: the store replaced by its older copy
+	kill_dispatcher
+	rm -f "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
+	cp "$BATS_TEST_TMPDIR/disp-copy.db" "$BATS_TEST_TMPDIR/disp.db"
+	restart_dispatcher
+	[ "$(admin GET /admin/runs/s1 | grep -o '"state":"[a-z_]*"' | head -1)" = '"state":"queued"' ]
+	# declared action: the executor goes on; the feed hands s1 out again
+	round
+	round
+	[ "$(ran_txn s1)" = 1 ]                     # the same run id: a duplicate, never a new run
+	[ "$(val "SELECT count(*) FROM runs")" = 0 ]
+	# what the executor knows of s1 is its receipt: an ended session's s1 is settled as started
+	exec-session close >/dev/null
+	open_session
+	[ "$(exec-inspect lookup s1 --session "$(current_session)" | grep -o 'state=[a-z_]*')" = state=acknowledged ]
+}
