@@ -114,3 +114,47 @@ unknown_functions() {
 	run unlisted_points "$BATS_TEST_TMPDIR/lc.h" "$BATS_TEST_TMPDIR/doc.md" "$BATS_TEST_TMPDIR/src"
 	assert_output "point-c: not in lifecycle.h"
 }
+
+# The layer of each libcommon module, from HACKING.md's table ("| N | family
+# | modules |"), as "module layer" lines.
+layers() {
+	sed -n 's/^| \([1-6]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' "$1" |
+		while read -r n mods; do for m in $mods; do echo "$m $n"; done; done
+}
+
+# Includes that climb: "FILE includes MODULE (layer N above M)", one per
+# line, for the C files given; the tools and the dispatcher are layer 7.
+climbing_includes() {
+	local map=$1 f m n inc l
+	shift
+	for f in "$@"; do
+		m=$(basename "${f%.*}")
+		case $f in */libcommon/*) n=$(awk -v m="$m" '$1 == m { print $2 }' "$map") ;; *) n=7 ;; esac
+		if [ -z "$n" ]; then echo "$f: module '$m' has no layer in HACKING.md"; continue; fi
+		for inc in $(grep -oE '^#include "[a-z_0-9]+\.h"' "$f" | sed -E 's/.*"([a-z_0-9]+)\.h"/\1/'); do
+			case $inc in config | schema_sql | dispatcher | "$m") continue ;; esac
+			l=$(awk -v m="$inc" '$1 == m { print $2 }' "$map")
+			[ -n "$l" ] || { echo "$f: includes '$inc.h', which has no layer in HACKING.md"; continue; }
+			[ "$l" -le "$n" ] || echo "$f includes $inc (layer $l above $n)"
+		done
+	done
+}
+
+@test "no C file includes a module above it in HACKING.md's layer order" {
+	layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -gt 30 ]
+	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$SRC"/libcommon/*.[ch] "$SRC"/cmd/*.c "$SRC"/dispatcher/*.[ch]
+	assert_output ''
+}
+
+@test "the layer lint finds what it must" {
+	printf '| 1 | base | low |\n| 2 | up | high |\n' >"$BATS_TEST_TMPDIR/H.md"
+	layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
+	mkdir "$BATS_TEST_TMPDIR/libcommon"
+	printf '#include "high.h"\n' >"$BATS_TEST_TMPDIR/libcommon/low.c"
+	printf '#include "low.h"\n' >"$BATS_TEST_TMPDIR/libcommon/high.c"
+	printf '#include "low.h"\n' >"$BATS_TEST_TMPDIR/libcommon/stray.c"
+	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$BATS_TEST_TMPDIR"/libcommon/{low,high,stray}.c
+	assert_output "$BATS_TEST_TMPDIR/libcommon/low.c includes high (layer 2 above 1)
+$BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
+}
