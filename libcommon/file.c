@@ -77,25 +77,51 @@ open_dir_nofollow(const char *dir)
 	return fd;
 }
 
-/* Create a fresh temporary file ".BASE.XXXXXX" in dfd; its fd, name in tmp. */
+/* A fresh random temporary name ".BASE.XXXXXXXXXXXXXXXX" into tmp. */
 static int
-create_temp(int dfd, const char *base, char *tmp, size_t n)
+temp_name(const char *base, char *tmp, size_t n)
 {
 	char hex[17];
-	int fd, tries;
 
-	for (tries = 0; tries < 8; tries++) {
-		if (random_hex(hex, sizeof hex, "", 8) < 0)
-			return -1;
-		if (snprintf(tmp, n, ".%s.%s", base, hex) >= (int)n) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0 || errno != EEXIST)
-			return fd;
+	if (random_hex(hex, sizeof hex, "", 8) < 0)
+		return -1;
+	if (snprintf(tmp, n, ".%s.%s", base, hex) >= (int)n) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
-	return -1;
+	return 0;
+}
+
+int
+file_replace_at(int dirfd, const char *dirpath, const char *tmp, const char *base,
+    const void *data, size_t n, mode_t mode, bool durable, struct ek_err *e)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fd, err = 0;
+
+	/* A temporary file a crashed writer left (or anything planted under its
+	 * name) is removed, never written through. */
+	if ((fd = openat(dirfd, tmp, flags, 0600)) < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = openat(dirfd, tmp, flags, 0600);
+	if (fd < 0)
+		return ek_fail(e, EK_CANTCREAT, "'%s/%s': %s", dirpath, tmp, strerror(errno));
+	if (fchmod(fd, mode) < 0 || write_all(fd, data, n) < 0 || (durable && fsync(fd) < 0))
+		err = errno ? errno : EIO;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		return ek_fail(e, EK_IOERR, "'%s/%s': %s", dirpath, tmp, strerror(err));
+	}
+	/* The rename replaces whatever has the name, a link included: it is
+	 * never written through.  It is durable once the directory is. */
+	if (renameat(dirfd, tmp, dirfd, base) < 0) {
+		err = errno;
+		unlinkat(dirfd, tmp, 0);
+		return ek_fail(e, EK_IOERR, "rename to '%s/%s': %s", dirpath, base, strerror(err));
+	}
+	if (durable && fsync(dirfd) < 0)
+		return ek_fail(e, EK_IOERR, "'%s': fsync: %s", dirpath, strerror(errno));
+	return 0;
 }
 
 int
@@ -103,7 +129,7 @@ file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, str
 {
 	char dir[PATH_MAX], tmp[NAME_MAX + 1];
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-	int fd, dfd, saved;
+	int dfd, rc;
 
 	if (!*base)
 		return ek_fail(e, EK_USAGE, "'%s': names a directory, not a file", path);
@@ -117,26 +143,11 @@ file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, str
 		return ek_fail(e, EK_CANTCREAT, "'%s': %s", dir, errno == ELOOP || errno == ENOTDIR ?
 		    "a directory on the way is a symbolic link that is not root's (not followed), "
 		    "or not a directory" : strerror(errno));
-	if ((fd = create_temp(dfd, base, tmp, sizeof tmp)) < 0) {
-		saved = errno;
+	if (temp_name(base, tmp, sizeof tmp) < 0) {
 		close(dfd);
-		return ek_fail(e, EK_CANTCREAT, "'%s/.%s.*': %s", dir, base, strerror(saved));
+		return ek_fail(e, EK_CANTCREAT, "'%s/.%s.*': %s", dir, base, strerror(errno));
 	}
-	if (fchmod(fd, mode) < 0 || write_all(fd, data, n) < 0 || fsync(fd) < 0) {
-		saved = errno;
-		close(fd);
-		unlinkat(dfd, tmp, 0);
-		close(dfd);
-		return ek_fail(e, EK_IOERR, "'%s/%s': %s", dir, tmp, strerror(saved));
-	}
-	/* The rename replaces whatever has the name, a link included: it is
-	 * never written through.  It is durable once the directory is. */
-	if (close(fd) < 0 || renameat(dfd, tmp, dfd, base) < 0 || fsync(dfd) < 0) {
-		saved = errno;
-		unlinkat(dfd, tmp, 0);
-		close(dfd);
-		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(saved));
-	}
+	rc = file_replace_at(dfd, dir, tmp, base, data, n, mode, true, e);
 	close(dfd);
-	return 0;
+	return rc;
 }

@@ -1,12 +1,13 @@
 /*
  * file — whole files outside the state directory (the metrics text, the
  * dispatcher's port file), replaced so that a reader never sees a part.
- * Files inside the state directory go through state.h instead
- * (state_write_atomic_at), which never follows a link.
+ * Files inside the state directory go through state.h
+ * (state_write_atomic_at), which uses the same file_replace_at().
  */
 #ifndef EK_FILE_H
 #define EK_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -25,5 +26,17 @@
  * root's own in directories only root can write (/var/run -> /run);
  * a link at path itself is replaced, never written through. */
 int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, struct ek_err *e);
+
+/* The one replacement of a whole file, which every atomic write goes
+ * through (file_write_atomic, state_write_atomic_at): write the n bytes of
+ * data to the new temporary file tmp in directory dirfd (O_EXCL, never
+ * through a link; one a crashed writer left under that name is removed
+ * first), give it mode, rename it over base.  durable: the file is synced
+ * before the rename and the directory after it, so the new content
+ * survives a power loss once this returns 0; without it, a kill -9 still
+ * leaves the old file or the new one whole.  dirpath names dirfd in
+ * messages.  0, or -1 (e filled; the temporary file is removed). */
+int file_replace_at(int dirfd, const char *dirpath, const char *tmp, const char *base,
+    const void *data, size_t n, mode_t mode, bool durable, struct ek_err *e);
 
 #endif

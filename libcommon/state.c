@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "clock.h"
+#include "file.h"
 #include "random.h"
 #include "state.h"
 
@@ -280,35 +282,19 @@ int
 state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
     mode_t mode, bool durable, struct ek_err *e)
 {
-	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fd, err = 0;
-	size_t len = strlen(body), off = 0;
-	char tmp[NAME_MAX + 1];
-	ssize_t w;
+	size_t len = strlen(body);
+	char tmp[NAME_MAX + 1], *text;
+	int rc;
 
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", base) >= (int)sizeof tmp)
 		return ek_fail(e, EK_SOFTWARE, "'%s/%s': name too long", dirpath, base);
-	/* A temporary file a crashed writer left (or anything planted under its
-	 * name) is removed, never written through. */
-	if ((fd = openat(dirfd, tmp, flags, mode)) < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
-		fd = openat(dirfd, tmp, flags, mode);
-	if (fd < 0)
-		return ek_fail(e, EK_CANTCREAT, "open '%s/%s': %s", dirpath, tmp, strerror(errno));
-	while (off < len && (w = write(fd, body + off, len - off)) > 0)
-		off += (size_t)w;
-	if (off < len || write(fd, "\n", 1) != 1 || fchmod(fd, mode) < 0 || (durable && fsync(fd) < 0))
-		err = errno ? errno : EIO;
-	if (close(fd) < 0 && !err)
-		err = errno;
-	if (err) {
-		unlinkat(dirfd, tmp, 0);
-		return ek_fail(e, EK_IOERR, "write '%s/%s': %s", dirpath, tmp, strerror(err));
-	}
-	if (renameat(dirfd, tmp, dirfd, base) < 0) {
-		err = errno;
-		unlinkat(dirfd, tmp, 0);
-		return ek_fail(e, EK_IOERR, "rename to '%s/%s': %s", dirpath, base, strerror(err));
-	}
-	return 0;
+	if (!(text = malloc(len + 1)))
+		return ek_fail(e, EK_OSERR, "out of memory");
+	memcpy(text, body, len);
+	text[len] = '\n';
+	rc = file_replace_at(dirfd, dirpath, tmp, base, text, len + 1, mode, durable, e);
+	free(text);
+	return rc;
 }
 
 int

@@ -79,12 +79,11 @@ int state_open_dir(const struct state *st, const char *name, struct ek_err *e);
 int state_unlink(const struct state *st, const char *name);
 
 /* Replace file BASE in directory DIRFD (DIRPATH names it in messages) with
- * BODY and a newline, atomically: a new temporary file BASE.tmp (O_EXCL:
- * one a crashed writer left is removed first), fsync when durable, rename
- * over BASE.  A file that need not outlive a power loss (a limits file:
- * reconstructible, and its guest does not outlive one either) skips the
- * fsync; a kill -9 of the writer leaves it whole either way.  0, or -1 (e
- * filled). */
+ * BODY and a newline, atomically, through file_replace_at() (file.h) with
+ * the temporary file BASE.tmp: durable syncs the file and the directory.
+ * A file that need not outlive a power loss (a limits file: reconstructible,
+ * and its guest does not outlive one either) is not durable; a kill -9 of
+ * the writer leaves it whole either way.  0, or -1 (e filled). */
 int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, const char *body,
     mode_t mode, bool durable, struct ek_err *e);
 
