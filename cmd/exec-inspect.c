@@ -456,7 +456,7 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 
 	if (inspect_figures(st, &f, e) < 0)
 		return -1;
-	if (!(text = inspect_metrics_text(&f)))
+	if (!(text = inspect_metrics_text(&f, st->executor_id)))
 		return ek_fail(e, EK_OSERR, "out of memory");
 	if (o->output)
 		rc = file_write_atomic(o->output, text, strlen(text), 0644, e);

@@ -9,6 +9,9 @@ static const char *const counter_names[C_COUNT] = {
 const char *const counter_outcomes[C_OUTCOMES] = {
 	"exited", "killed", "timeout", "cancelled", "exec_failed", "unknown" };
 
+const char *const duration_buckets[C_DURATION_BUCKETS] = {
+	"0.1", "0.5", "1", "5", "30", "60", "300", "1800", "3600", "+Inf" };
+
 static int
 index_of(const char *const *names, int n, const char *name)
 {
@@ -34,6 +37,13 @@ read_counters(struct state *st, struct counters *c, struct ek_err *e)
 		db_col_text(q, 1, label, sizeof label);
 		if (strcmp(name, "finished") == 0 && (i = index_of(counter_outcomes, C_OUTCOMES, label)) >= 0)
 			c->finished[i] = sqlite3_column_int64(q, 2);
+		else if (strcmp(name, "duration") == 0 &&
+		    (i = index_of(duration_buckets, C_DURATION_BUCKETS, label)) >= 0)
+			c->duration_le[i] = sqlite3_column_int64(q, 2);
+		else if (strcmp(name, "duration_sum_ms") == 0)
+			c->duration_sum_ms = sqlite3_column_int64(q, 2);
+		else if (strcmp(name, "duration_count") == 0)
+			c->duration_count = sqlite3_column_int64(q, 2);
 		else if ((i = index_of(counter_names, C_COUNT, name)) >= 0)
 			c->total[i] = sqlite3_column_int64(q, 2);
 	}

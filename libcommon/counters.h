@@ -2,8 +2,9 @@
  * counters — the figures behind the dashboards' rates and alerts
  * (metrics.h writes them): counters that only go up
  * (schema/011_counters.sql keeps them by triggers, in the transactions of
- * the changes they count), the session's liveness, and the ages of the
- * oldest retained results, refused apart.
+ * the changes they count), the run-duration histogram (schema/013), the
+ * session's liveness, and when the oldest retained results were chosen,
+ * refused apart.
  */
 #ifndef EK_COUNTERS_H
 #define EK_COUNTERS_H
@@ -20,9 +21,16 @@ enum counter { C_ACCEPTED, C_STARTED, C_DELIVERED, C_REFUSED, C_ATTEMPTS, C_PASS
 enum { C_OUTCOMES = 6 };
 extern const char *const counter_outcomes[C_OUTCOMES];
 
+/* The upper bounds (seconds) of the run-duration histogram's buckets, as
+ * schema/013_run_durations.sql labels them; the last is "+Inf". */
+enum { C_DURATION_BUCKETS = 10 };
+extern const char *const duration_buckets[C_DURATION_BUCKETS];
+
 struct counters {
 	int64_t total[C_COUNT];
 	int64_t finished[C_OUTCOMES];   /* by counter_outcomes */
+	int64_t duration_le[C_DURATION_BUCKETS];   /* runs at most that long, cumulative */
+	int64_t duration_sum_ms, duration_count;
 	bool session_up;                /* a current session is recorded */
 	int64_t last_good_ms;           /* last good heartbeat (or the open) of the
 	                                 * current session, else of the latest

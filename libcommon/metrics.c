@@ -4,9 +4,13 @@
  * One table names every metric, its type, its help text and its series,
  * and the text is written from it in table order: a new figure is an enum
  * fig value, a row of the table and a case of fig_value().  The counters
- * (*_total) come from schema/011_counters.sql through counters.h.
+ * (*_total) and the run-duration histogram come from the counters table
+ * (schema/011, 013) through counters.h.  Every series carries the
+ * executor's id as its label executor, so that two executors on one node
+ * (two textfiles) never collide.  Times are timestamps, never ages: an
+ * age written by a writer that stopped would freeze and look fresh, where
+ * a timestamp shows its staleness to time() in the alert rules.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,8 +22,8 @@
  * label values (NULL: one series without labels); fig_value() reads each.
  */
 enum fig { F_QUEUED, F_RUNNING, F_QUAR_QUEUED, F_QUAR_STARTED, F_UNKNOWN, F_DELIVERABLE,
-	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_AGE, F_REFUSED_AGE, F_HB_ACKED, F_HB_PENDING,
-	F_OUT_FILES, F_OUT_BYTES, F_UP, F_BEAT_AGE, F_BUILD,
+	F_EARLIER, F_REFUSED, F_ATTEMPTS, F_RECEIPTS, F_OLDEST, F_OLDEST_REFUSED, F_HB_ACKED,
+	F_HB_PENDING, F_OUT_FILES, F_OUT_BYTES, F_UP, F_BEAT, F_WRITTEN, F_BUILD,
 	F_FINISHED,   /* + an index into counter_outcomes */
 	F_TOTAL = F_FINISHED + C_OUTCOMES   /* + an enum counter */
 };
@@ -43,11 +47,12 @@ static const struct metric {
 	    { "refused", F_REFUSED } } },
 	{ "execkit_unreconciled_attempts", "gauge", "Delivery attempts spent on the retained results "
 	    "(sum over them).", NULL, { { NULL, F_ATTEMPTS } } },
-	{ "execkit_oldest_unreconciled_age_seconds", "gauge", "Age of the oldest retained result not "
-	    "refused (since its result was chosen); 0 when none. Refused evidence has its own gauge.",
-	    NULL, { { NULL, F_AGE } } },
-	{ "execkit_oldest_refused_age_seconds", "gauge", "Age of the oldest refused result kept as "
-	    "evidence until exported; 0 when none.", NULL, { { NULL, F_REFUSED_AGE } } },
+	{ "execkit_oldest_unreconciled_timestamp_seconds", "gauge", "When the oldest retained result "
+	    "not refused was chosen (Unix time); 0 when none. Refused evidence has its own gauge.",
+	    NULL, { { NULL, F_OLDEST } } },
+	{ "execkit_oldest_refused_timestamp_seconds", "gauge", "When the oldest refused result kept "
+	    "as evidence until exported was chosen (Unix time); 0 when none.", NULL,
+	    { { NULL, F_OLDEST_REFUSED } } },
 	{ "execkit_receipts", "gauge", "Receipts of acknowledged results kept until pruned.",
 	    NULL, { { NULL, F_RECEIPTS } } },
 	{ "execkit_runs_handed_back", "gauge", "Runs never started here and handed back to the "
@@ -59,9 +64,11 @@ static const struct metric {
 	    NULL, { { NULL, F_OUT_BYTES } } },
 	{ "execkit_session_up", "gauge", "1 while this executor has a current session, else 0.",
 	    NULL, { { NULL, F_UP } } },
-	{ "execkit_last_heartbeat_age_seconds", "gauge", "Seconds since the last good heartbeat "
-	    "(or the open) of the current session, else of the latest one; NaN before any session.",
-	    NULL, { { NULL, F_BEAT_AGE } } },
+	{ "execkit_last_heartbeat_timestamp_seconds", "gauge", "The last good heartbeat (or the open) "
+	    "of the current session, else of the latest one (Unix time); 0 before any session.",
+	    NULL, { { NULL, F_BEAT } } },
+	{ "execkit_metrics_timestamp_seconds", "gauge", "When these figures were read (Unix time): a "
+	    "textfile that stops being rewritten shows it here.", NULL, { { NULL, F_WRITTEN } } },
 	{ "execkit_build_info", "gauge", "The execkit version reading this state; always 1.",
 	    "version", { { PACKAGE_VERSION, F_BUILD } } },
 	{ "execkit_runs_accepted_total", "counter", "Runs accepted.", NULL, { { NULL, F_TOTAL + C_ACCEPTED } } },
@@ -80,14 +87,11 @@ static const struct metric {
 	    "least one retained result.", NULL, { { NULL, F_TOTAL + C_PASSES } } },
 };
 
-/* Seconds from ms to the snapshot's time; 0 for no time (0) or a clock
- * that went back. */
+/* A wall-clock time in ms as Unix seconds. */
 static double
-age_s(const struct inspect_figures *f, int64_t ms)
+unix_s(int64_t ms)
 {
-	int64_t age = ms ? f->read_at_ms - ms : 0;
-
-	return age > 0 ? (double)age / 1000.0 : 0.0;
+	return (double)ms / 1000.0;
 }
 
 static double
@@ -114,31 +118,46 @@ fig_value(const struct inspect_figures *f, int which)
 	case F_HB_PENDING: return (double)s->handing_back;
 	case F_OUT_FILES: return (double)f->output_files;
 	case F_OUT_BYTES: return (double)f->output_bytes;
-	case F_AGE: return age_s(f, f->c.oldest_unrefused_ms);
-	case F_REFUSED_AGE: return age_s(f, f->c.oldest_refused_ms);
+	case F_OLDEST: return unix_s(f->c.oldest_unrefused_ms);
+	case F_OLDEST_REFUSED: return unix_s(f->c.oldest_refused_ms);
 	case F_UP: return f->c.session_up ? 1.0 : 0.0;
-	case F_BEAT_AGE: return f->c.last_good_ms ? age_s(f, f->c.last_good_ms) : NAN;
+	case F_BEAT: return unix_s(f->c.last_good_ms);
+	case F_WRITTEN: return unix_s(f->read_at_ms);
 	case F_BUILD: return 1.0;
 	default: break;
 	}
 	return 0.0;
 }
 
-/* One sample; the text format spells NaN so. */
+/* One sample of family name (suffix added: the histogram's _bucket, _sum,
+ * _count), labelled executor="id" and, when label is set, label="value". */
 static void
-sample(FILE *m, const struct metric *x, int j, double v)
+sample(FILE *m, const char *name, const char *suffix, const char *id, const char *label,
+    const char *value, double v)
 {
-	fputs(x->name, m);
-	if (x->label)
-		fprintf(m, "{%s=\"%s\"}", x->label, x->series[j].value);
-	if (isnan(v))
-		fputs(" NaN\n", m);
-	else
-		fprintf(m, " %.15g\n", v);
+	fprintf(m, "%s%s{executor=\"%s\"", name, suffix, id);
+	if (label)
+		fprintf(m, ",%s=\"%s\"", label, value);
+	fprintf(m, "} %.15g\n", v);
+}
+
+/* The run-duration histogram (counters.h), in seconds. */
+static void
+duration_histogram(FILE *m, const struct counters *c, const char *id)
+{
+	static const char name[] = "execkit_run_duration_seconds";
+	int i;
+
+	fprintf(m, "# HELP %s Runs by how long their guest ran (start marker to chosen result).\n"
+	    "# TYPE %s histogram\n", name, name);
+	for (i = 0; i < C_DURATION_BUCKETS; i++)
+		sample(m, name, "_bucket", id, "le", duration_buckets[i], (double)c->duration_le[i]);
+	sample(m, name, "_sum", id, NULL, NULL, (double)c->duration_sum_ms / 1000.0);
+	sample(m, name, "_count", id, NULL, NULL, (double)c->duration_count);
 }
 
 char *
-inspect_metrics_text(const struct inspect_figures *f)
+inspect_metrics_text(const struct inspect_figures *f, const char *executor_id)
 {
 	char *text = NULL;
 	size_t len = 0, i, j;
@@ -151,8 +170,10 @@ inspect_metrics_text(const struct inspect_figures *f)
 
 		fprintf(m, "# HELP %s %s\n# TYPE %s %s\n", x->name, x->help, x->name, x->type);
 		for (j = 0; j < SERIES_MAX && (j == 0 || x->series[j].value); j++)
-			sample(m, x, (int)j, fig_value(f, x->series[j].fig));
+			sample(m, x->name, "", executor_id, x->label, x->series[j].value,
+			    fig_value(f, x->series[j].fig));
 	}
+	duration_histogram(m, &f->c, executor_id);
 	if (fclose(m) != 0) {
 		free(text);
 		return NULL;

@@ -4,8 +4,9 @@
  * textfile collector (written with file.h: file_write_atomic).
  * `exec-inspect summary --json` prints the summary's figures; doc/json.md
  * (record summary) maps each JSON field to its metric.  The counters
- * (*_total), the session's gauges and the two oldest ages come from
- * counters.h; contrib/ has a dashboard and alert rules built on them.
+ * (*_total), the run-duration histogram, the session's gauges and the two
+ * oldest results' times come from counters.h; contrib/ has a dashboard
+ * and alert rules built on them.
  */
 #ifndef EK_METRICS_H
 #define EK_METRICS_H
@@ -13,8 +14,9 @@
 #include "inspect.h"
 
 /* The figures in the Prometheus text exposition format (0.0.4): every
- * metric named execkit_*, each with its HELP and TYPE lines.  A new string
- * for free(), NULL when out of memory. */
-char *inspect_metrics_text(const struct inspect_figures *f);
+ * metric named execkit_*, each with its HELP and TYPE lines, every series
+ * labelled executor="executor_id".  A new string for free(), NULL when out
+ * of memory. */
+char *inspect_metrics_text(const struct inspect_figures *f, const char *executor_id);
 
 #endif

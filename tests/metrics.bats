@@ -10,9 +10,25 @@ setup() {
 	command -v promtool >/dev/null || fail "promtool is not installed (Debian package prometheus; scripts/deps.sh installs it)"
 }
 
-# metric NAME[{LABELS}]: the value of one series in $M.
+# metric NAME[{LABELS}]: the value of one series in $M, whose executor
+# label (every series has it: the state's executor id) is put in for it.
 metric() {
-	awk -v k="$1" '$1 == k { print $2; n++ } END { if (n != 1) exit 1 }' <<<"$M"
+	local id k
+	id=$(sql "SELECT value FROM meta WHERE key = 'executor_id'")
+	if [[ $1 == *"{"* ]]; then k=${1/\{/\{executor=\"$id\",}; else k="$1{executor=\"$id\"}"; fi
+	awk -v k="$k" '$1 == k { print $2; n++ } END { if (n != 1) exit 1 }' <<<"$M"
+}
+
+# near_now TIMESTAMP: a Unix time (s) at most $WAIT_S before now.
+near_now() {
+	awk -v t="$1" -v now="$(date +%s)" -v w="$WAIT_S" 'BEGIN { exit !(t > now - w - 1 && t <= now + 1) }' ||
+		fail "timestamp '$1' is not within $WAIT_S s of now"
+}
+
+# same_ms SECONDS MS: a metric's Unix seconds equal a stored time in ms.
+same_ms() {
+	awk -v s="$1" -v ms="$2" 'BEGIN { d = s * 1000 - ms; exit !(d > -1 && d < 1) }' ||
+		fail "timestamp $1 s is not $2 ms"
 }
 
 @test "a fresh session: every metric is there, zero, and promtool finds no problem" {
@@ -29,7 +45,7 @@ metric() {
 		'execkit_runs_quarantined{state="started"}' execkit_runs_unknown \
 		'execkit_unreconciled_results{cause="deliverable"}' 'execkit_unreconciled_results{cause="earlier_session"}' \
 		'execkit_unreconciled_results{cause="refused"}' execkit_unreconciled_attempts \
-		execkit_oldest_unreconciled_age_seconds execkit_oldest_refused_age_seconds execkit_receipts \
+		execkit_oldest_unreconciled_timestamp_seconds execkit_oldest_refused_timestamp_seconds execkit_receipts \
 		execkit_runs_accepted_total execkit_runs_started_total execkit_results_delivered_total \
 		execkit_results_refused_total execkit_delivery_attempts_total execkit_reconcile_passes_total; do
 		[ "$(metric "$s")" = 0 ] || fail "$s: '$(metric "$s")'"
@@ -39,29 +55,35 @@ metric() {
 	done
 	assert_equal "$(metric execkit_session_up)" 1
 	assert_equal "$(metric "execkit_build_info{version=\"$(exec-inspect --version | sed 's/.*(execkit) //')\"}")" 1
-	awk -v a="$(metric execkit_last_heartbeat_age_seconds)" -v hi="$WAIT_S" 'BEGIN { exit !(a >= 0 && a <= hi) }' ||
-		fail "heartbeat age '$(metric execkit_last_heartbeat_age_seconds)'"
+	near_now "$(metric execkit_last_heartbeat_timestamp_seconds)"
+	near_now "$(metric execkit_metrics_timestamp_seconds)"
+	assert_equal "$(metric 'execkit_run_duration_seconds_bucket{le="+Inf"}')" 0
+	assert_equal "$(metric execkit_run_duration_seconds_count)" 0
 	# every family has its HELP and TYPE (a counter iff its name ends in
-	# _total), and every name the execkit_ prefix
+	# _total, a histogram's series its _bucket, _sum and _count), every
+	# name the execkit_ prefix, and every series the executor label
 	for n in $(grep -v '^#' <<<"$M" | sed 's/[{ ].*//' | sort -u); do
 		[[ $n == execkit_* ]] || fail "$n: no execkit_ prefix"
+		if grep -qx "# TYPE ${n%_*} histogram" <<<"$M"; then
+			[[ $n =~ _(bucket|sum|count)$ ]] || fail "$n: not a histogram's series"
+			n=${n%_*}
+		fi
 		grep -q "^# HELP $n " <<<"$M" || fail "$n: no HELP"
 		if [[ $n == *_total ]]; then
 			grep -qx "# TYPE $n counter" <<<"$M" || fail "$n: not a counter"
 		else
-			grep -qx "# TYPE $n gauge" <<<"$M" || fail "$n: not a gauge"
+			grep -qxE "# TYPE $n (gauge|histogram)" <<<"$M" || fail "$n: not a gauge"
 		fi
 	done
+	run grep -v '^#' <<<"$M"
+	refute_output --regexp '^[a-z_]+( |\{[^e]|\{e[^x])'    # a series without the executor label first
 }
 
 @test "every metric equals its field of summary --json, over a real workload" {
 	workload "$BATS_TEST_TMPDIR/out"
 	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"handed_back":\{"acknowledged":([0-9]+),"pending":([0-9]+)\},"unreconciled_attempts":([0-9]+),"output":\{"files":([0-9]+),"bytes":([0-9]+)\}\}$'
-	local before after
-	before=$(date +%s%3N)
 	json=$(exec-inspect summary --json)
 	M=$(exec-inspect metrics)
-	after=$(date +%s%3N)
 	[[ $json =~ $re ]] || fail "summary --json has another shape: $json"
 	local -a v=("${BASH_REMATCH[@]}")
 	run promtool check metrics <<<"$M"
@@ -89,14 +111,14 @@ metric() {
 	assert_equal "${v[15]}" "$( { exec-inspect list retained --json; exec-inspect list refused --json; } |
 		grep -o '"attempts":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')"
 	[ "${v[15]}" -ge 3 ]
-	# The ages are the snapshot's time minus the oldest chosen_at, refused
-	# results apart (the workload's refused ref1 is the oldest of all).
+	# The oldest chosen_at, refused results apart (the workload's refused
+	# ref1 is the oldest of all), as Unix seconds.
 	local unrefused refused
 	unrefused=$(sql "SELECT min(chosen_at) FROM results WHERE refused = 0")
 	refused=$(sql "SELECT min(chosen_at) FROM results WHERE refused <> 0")
 	assert_equal "${v[12]}" "$(( refused < unrefused ? refused : unrefused ))"
-	in_window "$(metric execkit_oldest_unreconciled_age_seconds)" "$unrefused" "$before" "$after"
-	in_window "$(metric execkit_oldest_refused_age_seconds)" "$refused" "$before" "$after"
+	same_ms "$(metric execkit_oldest_unreconciled_timestamp_seconds)" "$unrefused"
+	same_ms "$(metric execkit_oldest_refused_timestamp_seconds)" "$refused"
 	# The counters agree with what the workload did.
 	assert_equal "$(metric execkit_results_refused_total)" 1
 	assert_equal "$(metric 'execkit_runs_finished_total{outcome="unknown"}')" 1
@@ -138,7 +160,7 @@ metric() {
 		mapfile -t lines <"$f"
 		last=
 		[ "${#lines[@]}" -eq 0 ] || last=${lines[-1]}
-		[[ $last =~ ^execkit_reconcile_passes_total\ [0-9] ]] ||
+		[[ $last =~ ^execkit_run_duration_seconds_count\{.*\}\ [0-9] ]] ||
 			fail "a reader saw a partial file: its last line is '$last'"
 		reads=$((reads + 1))
 		sleep 0.005
@@ -171,14 +193,6 @@ metric() {
 
 # metrics_now: the current metrics in $M.
 metrics_now() { M=$(exec-inspect metrics); }
-
-# in_window AGE CHOSEN BEFORE AFTER: AGE (s) is a snapshot taken between
-# BEFORE and AFTER (ms) minus CHOSEN (ms), to the second.
-in_window() {
-	awk -v a="$1" -v lo="$(( ($3 - $2) / 1000 - 1 ))" -v hi="$(( ($4 - $2) / 1000 + 1 ))" \
-		'BEGIN { exit !(a > 0 && a >= lo && a <= hi) }' ||
-		fail "age $1 not within [$(( ($3 - $2) / 1000 )), $(( ($4 - $2) / 1000 ))]"
-}
 
 @test "the counters count each run once, by outcome, and never go down when rows are released" {
 	start_dispatcher
@@ -227,7 +241,7 @@ in_window() {
 	assert_output --partial "a counter never goes down"
 }
 
-@test "refused evidence has its own age: the unreconciled age clears once the deliverable ones are delivered" {
+@test "refused evidence has its own timestamp: the unreconciled one clears once the deliverable ones are delivered" {
 	start_dispatcher
 	open_session
 	spec r1 | exec-accept >/dev/null                # refused: unknown to the dispatcher
@@ -236,30 +250,29 @@ in_window() {
 	submit_and_accept "$(spec w1)"
 	exec-run start --wait --budget-ms 200 >/dev/null 2>&1 || true
 	admin DELETE /admin/faults >/dev/null
-	# both are a second old at least (an event: the clock passing it)
-	wait_until '[ "$(sql "SELECT CAST(strftime('"'"'%s'"'"', '"'"'now'"'"') AS INTEGER) * 1000 - max(chosen_at) >= 1000 FROM results")" = 1 ]'
 	metrics_now
-	awk -v a="$(metric execkit_oldest_unreconciled_age_seconds)" 'BEGIN { exit !(a >= 1) }' || fail "no age for w1"
-	awk -v a="$(metric execkit_oldest_refused_age_seconds)" 'BEGIN { exit !(a >= 1) }' || fail "no age for r1"
+	same_ms "$(metric execkit_oldest_unreconciled_timestamp_seconds)" "$(sql "SELECT chosen_at FROM results WHERE run_id = 'w1'")"
+	same_ms "$(metric execkit_oldest_refused_timestamp_seconds)" "$(sql "SELECT chosen_at FROM results WHERE run_id = 'r1'")"
 	exec-reconcile >/dev/null                       # w1 delivered; r1 stays as evidence
 	metrics_now
-	assert_equal "$(metric execkit_oldest_unreconciled_age_seconds)" 0
-	awk -v a="$(metric execkit_oldest_refused_age_seconds)" 'BEGIN { exit !(a >= 1) }' || fail "r1's age is gone"
+	assert_equal "$(metric execkit_oldest_unreconciled_timestamp_seconds)" 0
+	same_ms "$(metric execkit_oldest_refused_timestamp_seconds)" "$(sql "SELECT chosen_at FROM results WHERE run_id = 'r1'")"
 	assert_equal "$(metric 'execkit_unreconciled_results{cause="refused"}')" 1
 }
 
-@test "session up and the heartbeat's age follow exec-session" {
+@test "session up and the heartbeat's time follow exec-session; the snapshot's time moves, the heartbeat's does not" {
 	start_dispatcher
 	open_session
 	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE sessions SET opened_at = opened_at - 600000,
 		last_beat_at = last_beat_at - 600000 WHERE status = 'current'"
 	metrics_now
-	awk -v a="$(metric execkit_last_heartbeat_age_seconds)" 'BEGIN { exit !(a >= 600 && a < 1200) }' ||
-		fail "age since the open: $(metric execkit_last_heartbeat_age_seconds)"
+	same_ms "$(metric execkit_last_heartbeat_timestamp_seconds)" \
+		"$(sql "SELECT max(IFNULL(last_beat_at, 0), opened_at) FROM sessions WHERE status = 'current'")"
+	# a stalled writer: the heartbeat's time stays where it was, so
+	# time() - it grows (an age written by a stalled writer would freeze)
 	[ "$(exec-session heartbeat)" = current ]
 	metrics_now
-	awk -v a="$(metric execkit_last_heartbeat_age_seconds)" -v hi="$WAIT_S" 'BEGIN { exit !(a >= 0 && a <= hi) }' ||
-		fail "age after a beat: $(metric execkit_last_heartbeat_age_seconds)"
+	near_now "$(metric execkit_last_heartbeat_timestamp_seconds)"
 	assert_equal "$(metric execkit_session_up)" 1
 	exec-session close >/dev/null
 	metrics_now
@@ -268,47 +281,95 @@ in_window() {
 	assert_success
 }
 
+@test "the run-duration histogram counts every run that started, in its buckets, and keeps them when rows are released" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec d1)" "$(spec d2 /bin/sh '["-c","exit 3"]')" "$(spec d3 /nonexistent/program)" \
+		"$(spec d4)"
+	exec-run cancel d4 --session "$(current_session)" >/dev/null   # never started: no duration
+	exec-run start --wait >/dev/null 2>&1 || true
+	metrics_now
+	local durations le expect b sum
+	durations=$(sql "SELECT chosen_at - started_at FROM receipts WHERE started_at IS NOT NULL
+		UNION ALL SELECT chosen_at - started_at FROM results WHERE started_at IS NOT NULL")
+	[ "$(wc -l <<<"$durations")" = 3 ]
+	assert_equal "$(metric execkit_run_duration_seconds_count)" 3
+	for le in 0.1 0.5 1 5 30 60 300 1800 3600 +Inf; do
+		expect=$(awk -v le="$le" '{ if (le == "+Inf" || $1 <= le * 1000) n++ } END { print n + 0 }' <<<"$durations")
+		b=$(metric "execkit_run_duration_seconds_bucket{le=\"$le\"}")
+		assert_equal "$le: $b" "$le: $expect"
+	done
+	sum=$(awk '{ s += $1 } END { print s / 1000 }' <<<"$durations")
+	awk -v a="$(metric execkit_run_duration_seconds_sum)" -v b="$sum" 'BEGIN { exit !(a - b < 0.001 && b - a < 0.001) }' ||
+		fail "sum $(metric execkit_run_duration_seconds_sum), not $sum"
+	exec-reconcile --prune-receipts 0s >/dev/null
+	local before=$M
+	metrics_now
+	assert_equal "$(grep run_duration <<<"$M")" "$(grep run_duration <<<"$before")"
+}
+
 # The rules' descriptions, as YAML folds them.
 rule_text() {
 	sed -n "/alert: $1/,/^\$/p" "$SRC/contrib/execkit.rules.yml" | sed -n '/description:/,$p' | sed 1d |
 		sed 's/^ *//' | grep . | paste -sd' '
 }
-unreconciled_text() { rule_text ExecKitResultsUnreconciled; }
-session_text() { rule_text ExecKitSessionDown; }
 
 @test "the alert rules pass promtool check rules, and fire and clear on these metrics" {
 	run promtool check rules "$SRC/contrib/execkit.rules.yml"
 	assert_success
-	assert_output --partial "SUCCESS: 2 rules found"
+	assert_output --partial "SUCCESS: 4 rules found"
+	# Timestamps are Unix seconds; in a rule test time() is the evaluation
+	# time from 0, so a timestamp of 0..600 is "since the test began".
 	cat >"$BATS_TEST_TMPDIR/t.yml" <<-YML
 	rule_files: ["$SRC/contrib/execkit.rules.yml"]
 	evaluation_interval: 1m
 	tests:
 	  - interval: 1m
 	    input_series:
-	      - series: 'execkit_oldest_unreconciled_age_seconds{instance="e1"}'
-	        values: '0 1000 1060 1120 1180 1240 1300 1360 0 0'
-	      - series: 'execkit_session_up{instance="e1"}'
-	        values: '1 1 1 0 0 0 0 1 1 1'
-	      - series: 'execkit_last_heartbeat_age_seconds{instance="e1"}'
-	        values: '5 5 5 5 5 5 5 5 5 5'
+	      - series: 'execkit_oldest_unreconciled_timestamp_seconds{executor="x1",instance="e1"}'
+	        values: '0 10x12 0 0'
+	      - series: 'execkit_session_up{executor="x1",instance="e1"}'
+	        values: '1 1 1 0 0 0 0 1x8'
+	      - series: 'execkit_last_heartbeat_timestamp_seconds{executor="x1",instance="e1"}'
+	        values: '0+60x15'
+	      - series: 'execkit_metrics_timestamp_seconds{executor="x1",instance="e1"}'
+	        values: '0 60 120x13'
+	      - series: 'execkit_runs_unknown{executor="x1",instance="e1"}'
+	        values: '0 0 1 1 1 0x10'
 	    alert_rule_test:
-	      - eval_time: 7m
+	      - { eval_time: 10m, alertname: ExecKitResultsUnreconciled, exp_alerts: [] }
+	      - eval_time: 12m
 	        alertname: ExecKitResultsUnreconciled
 	        exp_alerts:
-	          - exp_labels: { severity: warning, instance: e1 }
+	          - exp_labels: { severity: warning, executor: x1, instance: e1 }
 	            exp_annotations:
-	              summary: "execkit on e1: a result has waited 22m 40s for delivery"
-	              description: "$(unreconciled_text)"
-	      - { eval_time: 9m, alertname: ExecKitResultsUnreconciled, exp_alerts: [] }
+	              summary: "execkit x1 on e1: a result has waited 11m 50s for delivery"
+	              description: "$(rule_text ExecKitResultsUnreconciled)"
+	      - { eval_time: 15m, alertname: ExecKitResultsUnreconciled, exp_alerts: [] }
 	      - eval_time: 6m
 	        alertname: ExecKitSessionDown
 	        exp_alerts:
-	          - exp_labels: { severity: critical, instance: e1 }
+	          - exp_labels: { severity: critical, executor: x1, instance: e1 }
 	            exp_annotations:
-	              summary: "execkit on e1: no current session, or its heartbeat is stale"
-	              description: "$(session_text)"
+	              summary: "execkit x1 on e1: no current session, or its heartbeat is stale"
+	              description: "$(rule_text ExecKitSessionDown)"
 	      - { eval_time: 8m, alertname: ExecKitSessionDown, exp_alerts: [] }
+	      - eval_time: 10m
+	        alertname: ExecKitMetricsStale
+	        exp_alerts:
+	          - exp_labels: { severity: warning, executor: x1, instance: e1 }
+	            exp_annotations:
+	              summary: "execkit x1 on e1: its metrics were last written 8m 0s ago"
+	              description: "$(rule_text ExecKitMetricsStale)"
+	      - { eval_time: 4m, alertname: ExecKitMetricsStale, exp_alerts: [] }
+	      - eval_time: 4m
+	        alertname: ExecKitRunsUnknown
+	        exp_alerts:
+	          - exp_labels: { severity: warning, executor: x1, instance: e1 }
+	            exp_annotations:
+	              summary: "execkit x1 on e1: 1 runs have an unknown outcome"
+	              description: "$(rule_text ExecKitRunsUnknown)"
+	      - { eval_time: 6m, alertname: ExecKitRunsUnknown, exp_alerts: [] }
 	YML
 	run promtool test rules "$BATS_TEST_TMPDIR/t.yml"
 	assert_success
@@ -320,7 +381,8 @@ session_text() { rule_text ExecKitSessionDown; }
 	start_dispatcher
 	open_session
 	metrics_now
-	used=$(jq -r '.. | objects | (.expr?, .definition?) // empty' "$d" | grep -o 'execkit_[a-z_]*' | sort -u)
+	used=$(jq -r '.. | objects | (.expr?, .definition?) // empty' "$d" | grep -o 'execkit_[a-z_]*' |
+		sed -E 's/(_seconds)_(bucket|sum|count)$/\1/' | sort -u)
 	for n in $used; do
 		grep -q "^# TYPE $n " <<<"$M" || fail "the dashboard uses $n, which exec-inspect metrics does not write"
 	done
