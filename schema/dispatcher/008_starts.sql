@@ -1,4 +1,4 @@
--- exec-dispatcher store schema, step 7: what the dispatcher knows of starts
+-- exec-dispatcher store schema, step 8: what the dispatcher knows of starts
 -- (doc/protocol.md, "Start notices and the start count").
 --
 -- An executor counts every start it commits and tells the dispatcher, on
