@@ -92,16 +92,17 @@ static const char USAGE[] =
 	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
-	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
-	"answered nonsense or refused the adoption; 77 no current session, session\n"
-	"over, or the dispatcher refused this executor's key or enrollment; 78 state\n"
-	"from another version, or unsafe permissions.\n";
+	"adopt; 66 no state directory (or no --enroll-token-file); 69 dispatcher\n"
+	"unavailable; 76 dispatcher answered nonsense or refused the adoption; 77 no\n"
+	"current session, session over, or the dispatcher refused this executor's\n"
+	"key or enrollment; 78 state from another version, or unsafe permissions.\n";
 
 struct opts {
 	const struct command *cmd;
 	const char *state_dir, *dispatcher, *arg, *columns, *enroll_file;
 	int64_t timeout_ms;
 	int json, adopt, current, ids, utc;
+	bool enroll_env;                 /* enroll_file is $EXEC_ENROLL_TOKEN_FILE's */
 };
 
 static void
@@ -164,22 +165,27 @@ read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_e
 	return 0;
 }
 
-/* Read the enrollment token from path into tok (one line). */
+/* Read the enrollment token from path into tok (one line).  A file named
+ * by $EXEC_ENROLL_TOKEN_FILE (optional) that is gone leaves tok empty: an
+ * enrolled executor needs it no more, and its operator may delete it. */
 static int
-read_enroll_token(const char *path, char *tok, size_t n, struct ek_err *e)
+read_enroll_token(const char *path, bool optional, char *tok, size_t n, struct ek_err *e)
 {
 	FILE *f = fopen(path, "re");
 	size_t len;
 
+	if (!f && optional && errno == ENOENT)
+		return 0;
 	if (!f)
-		return ek_fail(e, EK_NOINPUT, "--enroll-token-file: cannot read '%s': %s", path,
-		    strerror(errno));
+		return ek_fail(e, EK_NOINPUT, "%s: cannot read '%s': %s", optional ?
+		    "EXEC_ENROLL_TOKEN_FILE" : "--enroll-token-file", path, strerror(errno));
 	len = fread(tok, 1, n - 1, f);
 	fclose(f);
 	tok[len] = '\0';
 	tok[strcspn(tok, "\r\n")] = '\0';
 	if (!tok[0])
-		return ek_fail(e, EK_DATAERR, "--enroll-token-file: '%s' holds no token", path);
+		return ek_fail(e, EK_DATAERR, "%s: '%s' holds no token", optional ?
+		    "EXEC_ENROLL_TOKEN_FILE" : "--enroll-token-file", path);
 	return 0;
 }
 
@@ -194,7 +200,7 @@ negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e
 	json_t *req;
 	int rc;
 
-	if ((o->enroll_file && read_enroll_token(o->enroll_file, tok, sizeof tok, e) < 0) ||
+	if ((o->enroll_file && read_enroll_token(o->enroll_file, o->enroll_env, tok, sizeof tok, e) < 0) ||
 	    state_executor_key(st, key, sizeof key, e) < 0)
 		return -1;
 	req = json_pack("{s:s, s:s}", "executor_id", st->executor_id, "executor_key", key);
@@ -669,8 +675,12 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
 	if (o->cmd->run != cmd_open && (o->adopt || o->enroll_file))
 		return cli_usage_error(PROG, "--adopt and --enroll-token-file go with open only");
-	if (!o->enroll_file && (o->enroll_file = getenv("EXEC_ENROLL_TOKEN_FILE")) && !*o->enroll_file)
-		o->enroll_file = NULL;
+	if (!o->enroll_file && o->cmd->run == cmd_open) {
+		o->enroll_file = getenv("EXEC_ENROLL_TOKEN_FILE");
+		o->enroll_env = o->enroll_file && *o->enroll_file;
+		if (!o->enroll_env)
+			o->enroll_file = NULL;
+	}
 	if ((o->current || o->ids || o->utc || o->columns) && o->cmd->run != cmd_show)
 		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
 	if ((o->ids || o->columns) && o->json)

@@ -8,7 +8,7 @@
 
 load helpers
 
-TOKEN_FILE() { printf '%s' "$BATS_TEST_TMPDIR/disp.db.admin-token"; }
+token_file() { printf '%s' "$BATS_TEST_TMPDIR/disp.db.admin-token"; }
 
 # raw METHOD PATH [HEADER-LINE [BODY]]: a request that sends HEADER-LINE
 # (on stdin, -H @-) instead of the admin token; prints the HTTP status,
@@ -65,19 +65,19 @@ mode() { stat -c %a "$1"; }
 	# the refusals are logged without any token
 	grep -q "POST /admin/runs 401" "$BATS_TEST_TMPDIR/disp.log"
 	grep -q "POST /admin/runs 403" "$BATS_TEST_TMPDIR/disp.log"
-	run ! grep -qf "$(TOKEN_FILE)" "$BATS_TEST_TMPDIR/disp.log"
+	run ! grep -qf "$(token_file)" "$BATS_TEST_TMPDIR/disp.log"
 	run ! grep -q "$(printf '%064d' 0)" "$BATS_TEST_TMPDIR/disp.log"
 	# and with the token, the same revoke works
-	run raw POST "/admin/sessions/$sid/revoke" "Authorization: Bearer $(cat "$(TOKEN_FILE)")"
+	run raw POST "/admin/sessions/$sid/revoke" "Authorization: Bearer $(cat "$(token_file)")"
 	assert_output 200
 }
 
 @test "the admin token is made once, 0600, beside the store; the store's files are 0600" {
 	start_dispatcher
 	local token
-	token=$(cat "$(TOKEN_FILE)")
+	token=$(cat "$(token_file)")
 	[[ $token =~ ^[0-9a-f]{64}$ ]] || fail "token '$token'"
-	[ "$(mode "$(TOKEN_FILE)")" = 600 ]
+	[ "$(mode "$(token_file)")" = 600 ]
 	open_session
 	submit_and_accept "$(spec s1)"
 	for f in disp.db disp.db-wal disp.db-shm; do
@@ -87,7 +87,7 @@ mode() { stat -c %a "$1"; }
 	# a restart keeps the token
 	stop_dispatcher
 	start_dispatcher
-	[ "$(cat "$(TOKEN_FILE)")" = "$token" ]
+	[ "$(cat "$(token_file)")" = "$token" ]
 	run admin GET /admin/runs/s1
 	assert_output --partial '"run_id":"s1"'
 }
@@ -101,14 +101,14 @@ mode() { stat -c %a "$1"; }
 	grep -q "disp.db: was mode 0644, now 0600" "$BATS_TEST_TMPDIR/disp.log"
 	stop_dispatcher
 	# a planted link where the token would be made: never followed, never written
-	rm "$(TOKEN_FILE)"
-	ln -s "$BATS_TEST_TMPDIR/planted" "$(TOKEN_FILE)"
+	rm "$(token_file)"
+	ln -s "$BATS_TEST_TMPDIR/planted" "$(token_file)"
 	run timeout 60 exec-dispatcher --port 0 --store "$BATS_TEST_TMPDIR/disp.db" --quiet
 	[ "$status" -eq "$EK_IOERR" ] || fail "$status: $output"
 	assert_output --partial "symbolic link"
 	[ ! -e "$BATS_TEST_TMPDIR/planted" ]
 	# a token file others may read is refused
-	rm "$(TOKEN_FILE)"
+	rm "$(token_file)"
 	printf '%s\n' "$(printf '%064d' 7)" >"$BATS_TEST_TMPDIR/given"
 	chmod 640 "$BATS_TEST_TMPDIR/given"
 	run timeout 60 exec-dispatcher --port 0 --store "$BATS_TEST_TMPDIR/disp.db" --admin-token-file "$BATS_TEST_TMPDIR/given" --quiet
@@ -120,7 +120,7 @@ mode() { stat -c %a "$1"; }
 	(umask 077 && printf '%s\n' "$(printf 'a%.0s' {1..40})" >"$BATS_TEST_TMPDIR/given")
 	spawn_dispatcher 0 --quiet --admin-token-file "$BATS_TEST_TMPDIR/given"
 	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
-	[ ! -e "$(TOKEN_FILE)" ]
+	[ ! -e "$(token_file)" ]
 	run raw GET /admin/summary "Authorization: Bearer $(printf 'a%.0s' {1..40})"
 	assert_output 200
 	EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/given run admin GET /admin/summary
@@ -157,6 +157,13 @@ mode() { stat -c %a "$1"; }
 	[ "$(disp_field w1 state)" = '"accepted"' ]
 	EXEC_ENROLL_TOKEN_FILE='' run exec-session open --dispatcher "$DISP_URL"
 	assert_success
+	# a token file the environment names and the operator deleted since: no matter
+	EXEC_ENROLL_TOKEN_FILE=$BATS_TEST_TMPDIR/gone run exec-session open --dispatcher "$DISP_URL"
+	assert_success
+	# one the option names must be there
+	run exec-session open --dispatcher "$DISP_URL" --enroll-token-file "$BATS_TEST_TMPDIR/gone"
+	[ "$status" -eq "$EK_NOINPUT" ] || fail "$status: $output"
+	assert_output --partial "--enroll-token-file: cannot read"
 }
 
 @test "an enrollment token enrolls as many ids as its uses, then no more" {
