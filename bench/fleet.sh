@@ -210,13 +210,18 @@ field() {   # JSON NAME: the first integer field NAME of compact JSON, or empty
 get() {
 	local try
 	for try in 1 2 3; do
-		curl -s --fail --max-time 30 "$url$1" && return 0
+		curl -s --fail --max-time 30 -H @"$admin_auth" "$url$1" && return 0
 		nap 1
 	done
 	echo "fleet: GET $1 failed 3 times" >&2
 	return 1
 }
-post() { curl -sS --fail --max-time 30 -X POST -H 'Content-Type: application/json' --data-binary "$2" "$url$1"; }
+# post PATH BODY: a POST to the dispatcher, with the admin token to /admin/.
+post() {
+	local auth=()
+	[[ $1 != /admin/* ]] || auth=(-H @"$admin_auth")
+	curl -sS --fail --max-time 30 "${auth[@]}" -X POST -H 'Content-Type: application/json' --data-binary "$2" "$url$1"
+}
 
 # --- the dispatcher -------------------------------------------------------------
 start_dispatcher() {   # DIR PORT [OPTION...]: on 127.0.0.1; sets url, port, disp_pid
@@ -239,6 +244,22 @@ start_dispatcher() {   # DIR PORT [OPTION...]: on 127.0.0.1; sets url, port, dis
 	[ -s "$d/port" ] || die "exec-dispatcher did not start (see $d/dispatcher.log)"
 	port=$(<"$d/port")
 	url="http://127.0.0.1:$port"
+	admin_enroll "$d"
+}
+
+# admin_enroll DIR: the admin token the dispatcher made beside its store, as
+# a header line in a 0600 file ($admin_auth, for curl -H @FILE: never on a
+# command line); then an enrollment token for the executors (exec-session
+# open reads it through EXEC_ENROLL_TOKEN_FILE).
+admin_enroll() {
+	local token resp
+	IFS= read -r token <"$1/dispatcher.db.admin-token" || die "no admin token in $1"
+	admin_auth=$1/admin.auth
+	(umask 077 && printf 'Authorization: Bearer %s\n' "$token" >"$admin_auth")
+	resp=$(post /admin/enrollments '{"uses":1000000}') || die "POST /admin/enrollments failed"
+	[[ $resp =~ \"enroll_token\":\"([0-9a-f]+)\" ]] || die "POST /admin/enrollments: $resp"
+	(umask 077 && printf '%s\n' "${BASH_REMATCH[1]}" >"$1/enroll-token")
+	export EXEC_ENROLL_TOKEN_FILE=$1/enroll-token
 }
 
 submit() {   # PREFIX FROM TO: POST /admin/runs with runs PREFIX-FROM..PREFIX-TO of /bin/true, 1000 a request
@@ -299,11 +320,11 @@ sampler() {
 		fi
 		# A dispatcher under a storm can be slow to answer even this: the
 		# time is taken when the counters came back.
-		if s=$(curl -s --fail --max-time 10 "$url/admin/stats"); then
+		if s=$(curl -s --fail --max-time 10 -H @"$admin_auth" "$url/admin/stats"); then
 			t=$EPOCHREALTIME
 			read -r _ u ni sy id io irq si st _ </proc/stat
 			c=$(cg_usec)
-			m=$(curl -s --fail --max-time 10 "$url/admin/summary") || m=
+			m=$(curl -s --fail --max-time 10 -H @"$admin_auth" "$url/admin/summary") || m=
 			r=$(field "$m" results) || r=-
 			l=$(field "$m" ledger_total) || l=-
 			echo "$t up $(field "$s" requests) $(field "$s" in_flight) $(field "$s" gated_429) $r $l $((own + 1))" \
@@ -408,10 +429,13 @@ fleet_run() {   # MODE (gate | nogate)
 	say "$mode: dispatcher at $url (${gate_opts[*]}); starting $N executors over ${TICK}s"
 
 	# The probe's own session; its credential only in a 0600 header file.
-	local xid xkey
+	local xid xkey etok
 	xid=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 	xkey=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
-	resp=$(post /v1/sessions "{\"executor_id\":\"$xid\",\"executor_key\":\"$xkey\"}") ||
+	IFS= read -r etok <"$EXEC_ENROLL_TOKEN_FILE"
+	(umask 077 && printf '{"executor_id":"%s","executor_key":"%s","enroll_token":"%s"}' "$xid" "$xkey" "$etok" \
+		>"$d/probe.json")
+	resp=$(post /v1/sessions "@$d/probe.json") ||
 		die "probe: POST /v1/sessions failed"
 	[[ $resp =~ \"session_id\":\"([^\"]+)\" ]] && sid=${BASH_REMATCH[1]}
 	[[ $resp =~ \"credential\":\"([0-9a-f]+)\" ]] && cred=${BASH_REMATCH[1]}

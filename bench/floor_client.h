@@ -102,13 +102,29 @@ fail(const char *what, long status, const struct buf *b)
 	return 1;
 }
 
-/* Open the handle and negotiate a session as a new executor: inc and sid
- * (64 bytes each) are filled and the credential goes into auth.  0, or 1
- * with the reason on stderr. */
+/* The enrollment token a new executor's first session needs, read from
+ * the file $EXEC_ENROLL_TOKEN_FILE names, as exec-session open reads it;
+ * "" without one. */
+static void
+floor_enroll_token(char *tok, size_t n)
+{
+	const char *path = getenv("EXEC_ENROLL_TOKEN_FILE");
+	FILE *f = path && *path ? fopen(path, "r") : NULL;
+	size_t len = f ? fread(tok, 1, n - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	tok[len] = '\0';
+	tok[strcspn(tok, "\r\n\"\\")] = '\0';
+}
+
+/* Open the handle and negotiate a session as a new executor, enrolled:
+ * inc and sid (64 bytes each) are filled and the credential goes into
+ * auth.  0, or 1 with the reason on stderr. */
 static int
 floor_negotiate(char *inc, char *sid)
 {
-	char body[192], exec_id[33], key[65], cred[80];
+	char body[512], exec_id[33], key[65], cred[80], tok[258];
 	unsigned char raw[48];
 	struct buf b;
 	long status;
@@ -125,7 +141,9 @@ floor_negotiate(char *inc, char *sid)
 		return fprintf(stderr, "%s: curl_easy_init failed\n", floor_prog), 1;
 	curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(cu, CURLOPT_NOPROXY, "*");
-	snprintf(body, sizeof body, "{\"executor_id\":\"%s\",\"executor_key\":\"%s\"}", exec_id, key);
+	floor_enroll_token(tok, sizeof tok);
+	snprintf(body, sizeof body, "{\"executor_id\":\"%s\",\"executor_key\":\"%s\",\"enroll_token\":\"%s\"}",
+	    exec_id, key, tok);
 	status = call("POST", "/v1/sessions", body, &b);
 	if (status != 201 || !str_field(b.p, "incarnation", inc, 64) ||
 	    !str_field(b.p, "session_id", sid, 64) || !str_field(b.p, "credential", cred, sizeof cred))

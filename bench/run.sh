@@ -193,6 +193,24 @@ start_dispatcher() {   # DIR [OPTION...]: starts one on 127.0.0.1; sets url and 
 	[ -s "$d/port" ] || die "exec-dispatcher did not start"
 	port=$(<"$d/port")
 	url="http://127.0.0.1:$port"
+	admin_enroll "$d"
+}
+
+# admin_enroll DIR: the admin token the dispatcher made beside its store
+# into $admin_token and, as a header line, into $admin_auth (a 0600 file,
+# for curl -H @FILE: never on a command line); then an enrollment token for
+# the executors the bench opens sessions for (exec-session open and the
+# floor clients read it through EXEC_ENROLL_TOKEN_FILE).
+admin_enroll() {
+	local resp
+	IFS= read -r admin_token <"$1/dispatcher.db.admin-token" || die "no admin token in $1"
+	admin_auth=$1/admin.auth
+	(umask 077 && printf 'Authorization: Bearer %s\n' "$admin_token" >"$admin_auth")
+	resp=$(curl -sS --fail --max-time 30 -H @"$admin_auth" -X POST -d '{"uses":1000000}' \
+		"$url/admin/enrollments") || die "POST /admin/enrollments failed"
+	[[ $resp =~ \"enroll_token\":\"([0-9a-f]+)\" ]] || die "POST /admin/enrollments: $resp"
+	(umask 077 && printf '%s\n' "${BASH_REMATCH[1]}" >"$1/enroll-token")
+	export EXEC_ENROLL_TOKEN_FILE=$1/enroll-token
 }
 
 stop_dispatcher() {   # the one start_dispatcher started last
@@ -222,7 +240,8 @@ tcp_exchange() {
 dispatcher_count() {
 	local resp
 	counted=
-	tcp_exchange "GET $1 HTTP/1.1"$'\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' || return 1
+	tcp_exchange "GET $1 HTTP/1.1"$'\r\nHost: 127.0.0.1\r\nAuthorization: Bearer '"$admin_token"$'\r\nConnection: close\r\n\r\n' ||
+		return 1
 	[[ $resp =~ \"$2\":([0-9]+) ]] && counted=${BASH_REMATCH[1]}
 	[ -n "$counted" ]
 }
@@ -243,8 +262,8 @@ poll_reported() { dispatcher_count /admin/stats result && reported=$counted; }
 # more on a slow machine); 0 on a 2xx answer.
 post_runs() {
 	local resp req
-	printf -v req 'POST /admin/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
-		"${#1}" "$1"
+	printf -v req 'POST /admin/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+		"$admin_token" "${#1}" "$1"
 	tcp_exchange "$req" || return 1
 	[[ $resp =~ ^HTTP/1\.[01]\ 2[0-9][0-9] ]]
 }
@@ -254,7 +273,7 @@ submit_runs() {   # PREFIX N: POST /admin/runs with N trivial runs
 	for ((i = 1; i <= $2; i++)); do
 		body+="${body:+,}{\"run_id\":\"$1-$i\",\"txn_id\":\"$1-t$i\",\"program\":\"/bin/true\"}"
 	done
-	curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+	curl -sS --fail --max-time 30 -H @"$admin_auth" -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
 		-d "{\"runs\":[$body]}" >/dev/null || die "POST /admin/runs failed"
 }
 
@@ -473,7 +492,7 @@ paced_round() {   # ROUND
 	for ((i = 1; i <= PACED_N; i++)); do
 		body+="${body:+,}{\"run_id\":\"paced$r-$i\",\"txn_id\":\"paced$r-t$i\",\"program\":\"/bin/sleep\",\"args\":[\"0.1\"]}"
 	done
-	curl -sS --fail --max-time 30 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+	curl -sS --fail --max-time 30 -H @"$admin_auth" -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
 		-d "{\"runs\":[$body]}" >/dev/null || die "POST /admin/runs failed"
 	loop_round "$r" "$PACED_N" "$d/paced"
 }
@@ -681,7 +700,7 @@ submit_chunked() {   # PREFIX N: POST /admin/runs with runs PREFIX-1..PREFIX-N, 
 			for (i = a; i <= b; i++)
 				printf "%s{\"run_id\":\"%s-%d\",\"txn_id\":\"%s-t%d\",\"program\":\"/bin/true\"}", (i > a ? "," : ""), p, i, p, i
 			print "]}" }' >"$work/submit.json"
-		curl -sS --fail --max-time 60 -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
+		curl -sS --fail --max-time 60 -H @"$admin_auth" -X POST "$url/admin/runs" -H 'Content-Type: application/json' \
 			--data-binary "@$work/submit.json" >/dev/null || die "POST /admin/runs failed"
 	done
 }
@@ -736,7 +755,7 @@ drain_check() {   # DIR N: nothing left to deliver, and the dispatcher recorded 
 	local left sum
 	left=$(deliverable "$1/state" drain)
 	[ "$left" -eq 0 ] || die "exec-reconcile --drain left $left results in $1/state"
-	sum=$(curl -sS --fail --max-time 10 "$url/admin/summary") || die "GET /admin/summary failed"
+	sum=$(curl -sS --fail --max-time 10 -H @"$admin_auth" "$url/admin/summary") || die "GET /admin/summary failed"
 	[[ $sum =~ \"results\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -eq "$2" ] ||
 		die "the dispatcher did not record $2 results: $sum"
 }

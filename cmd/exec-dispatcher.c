@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "err.h"
@@ -50,6 +51,9 @@ static const char USAGE[] =
 	"      --port N          listen on port N (default 0: pick a free port)\n"
 	"      --port-file FILE  write the chosen port to FILE, atomically\n"
 	"      --store FILE      the dispatcher's SQLite store (default ./exec-dispatcher.db)\n"
+	"      --admin-token-file FILE\n"
+	"                        the token /admin/ requests must show (mode 0600); default\n"
+	"                        STORE.admin-token, made at the first start\n"
 	"      --lease-ms N      session lease in milliseconds (default 30000)\n"
 	"      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
 	"      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
@@ -73,12 +77,13 @@ static const char USAGE[] =
 	"  -V, --version         show the version and exit\n"
 	"\n"
 	"Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal,\n"
-	"64 usage error, 65 damaged store, 71 cannot listen, 73 cannot create\n"
-	"the store or the port file, 74 write error.\n";
+	"64 usage error, 65 damaged store, 66 no --admin-token-file, 71 cannot\n"
+	"listen, 73 cannot create the store, the admin token or the port file,\n"
+	"74 write error, 78 a store or token file others may read.\n";
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
 	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
-	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS };
+	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS, OPT_ADMIN_TOKEN_FILE };
 
 /* The longest a request may wait for its turn at --max-rate: far below any
  * client's timeout. */
@@ -92,6 +97,7 @@ static const struct option options[] = {
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "port-file", required_argument, NULL, OPT_PORT_FILE },
 	{ "store", required_argument, NULL, OPT_STORE },
+	{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE },
 	{ "lease-ms", required_argument, NULL, OPT_LEASE_MS },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS },
 	{ "incarnation", required_argument, NULL, OPT_INCARNATION },
@@ -117,6 +123,7 @@ parse_args(int argc, char **argv)
 		case 'q': dsp.cfg.quiet = true; break;
 		case OPT_PORT_FILE: dsp.cfg.port_file = optarg; break;
 		case OPT_STORE: dsp.cfg.store = optarg; break;
+		case OPT_ADMIN_TOKEN_FILE: dsp.cfg.admin_token_file = optarg; break;
 		case OPT_INCARNATION: dsp.cfg.incarnation = optarg; break;
 		case OPT_PORT:
 			if (cli_parse_i64(optarg, 0, 65535, &dsp.cfg.port) < 0)
@@ -187,8 +194,11 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	umask(077);   /* the store, its -wal and -shm, the token: owner-only from birth */
 	if (store_open(dsp.cfg.store, dsp.cfg.incarnation, &e) < 0)
 		return ek_report(PROG, &e);
+	if (auth_init(dsp.cfg.store, dsp.cfg.admin_token_file, &e) < 0)
+		goto fail;
 	if (!(d = http_start(&e)))
 		goto fail;
 	port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;

@@ -7,7 +7,9 @@
  * The credential is stored in state.db (0600) and never printed; so is the
  * executor key, which only open reads, to prove it at negotiation.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,7 +34,9 @@
 static const char PROG[] = "exec-session";
 
 enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
-	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_COLUMNS = 'o' };
+	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_ENROLL_TOKEN_FILE, OPT_COLUMNS = 'o' };
+
+enum { ENROLL_TOKEN_MAX = 256 };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -40,6 +44,7 @@ static const struct option options[] = {
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "adopt", no_argument, NULL, OPT_ADOPT },
+	{ "enroll-token-file", required_argument, NULL, OPT_ENROLL_TOKEN_FILE },
 	{ "current", no_argument, NULL, OPT_CURRENT },
 	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "utc", no_argument, NULL, OPT_UTC },
@@ -48,7 +53,7 @@ static const struct option options[] = {
 };
 
 static const char USAGE[] =
-	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt]\n"
+	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt] [--enroll-token-file FILE]\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
 	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"
@@ -78,6 +83,10 @@ static const char USAGE[] =
 	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
 	"      --adopt            open: then adopt every earlier session that still holds\n"
 	"                         retained results (exec-loop does this by default)\n"
+	"      --enroll-token-file FILE\n"
+	"                         open: the enrollment token the dispatcher's operator\n"
+	"                         issued, which its first session needs (default\n"
+	"                         $EXEC_ENROLL_TOKEN_FILE)\n"
 	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
 	"      --current          show: the current session only (exit 77 if none)\n"
 	"      --ids              show: session ids only, one per line\n"
@@ -90,17 +99,19 @@ static const char USAGE[] =
 	"  -V, --version          show the version and exit\n"
 	"\n"
 	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
-	"adopt; 66 no state directory; 69 dispatcher unavailable; 76 dispatcher\n"
-	"answered nonsense or refused the adoption; 77 no current session, session\n"
-	"over, or the dispatcher refused this executor's key; 78 state from another\n"
-	"version, unsafe permissions, or a restored copy the dispatcher or a backup's\n"
-	"mark tells (open a new session); 73 backup: cannot create FILE.\n";
+	"adopt; 66 no state directory (or no --enroll-token-file); 69 dispatcher\n"
+	"unavailable; 76 dispatcher answered nonsense or refused the adoption; 77 no\n"
+	"current session, session over, or the dispatcher refused this executor's\n"
+	"key or enrollment; 78 state from another version, unsafe permissions, or a\n"
+	"restored copy the dispatcher or a backup's mark tells (open a new session);\n"
+	"73 backup: cannot create FILE.\n";
 
 struct opts {
 	const struct command *cmd;
-	const char *state_dir, *dispatcher, *arg, *columns;
+	const char *state_dir, *dispatcher, *arg, *columns, *enroll_file;
 	int64_t timeout_ms;
 	int json, adopt, current, ids, utc;
+	bool enroll_env;                 /* enroll_file is $EXEC_ENROLL_TOKEN_FILE's */
 };
 
 static void
@@ -163,25 +174,54 @@ read_negotiation(json_t *a, struct session *s, char *cred, size_t n, struct ek_e
 	return 0;
 }
 
+/* Read the enrollment token from path into tok (one line).  A file named
+ * by $EXEC_ENROLL_TOKEN_FILE (optional) that is gone leaves tok empty: an
+ * enrolled executor needs it no more, and its operator may delete it. */
+static int
+read_enroll_token(const char *path, bool optional, char *tok, size_t n, struct ek_err *e)
+{
+	FILE *f = fopen(path, "re");
+	size_t len;
+
+	if (!f && optional && errno == ENOENT)
+		return 0;
+	if (!f)
+		return ek_fail(e, EK_NOINPUT, "%s: cannot read '%s': %s", optional ?
+		    "EXEC_ENROLL_TOKEN_FILE" : "--enroll-token-file", path, strerror(errno));
+	len = fread(tok, 1, n - 1, f);
+	fclose(f);
+	tok[len] = '\0';
+	tok[strcspn(tok, "\r\n")] = '\0';
+	if (!tok[0])
+		return ek_fail(e, EK_DATAERR, "%s: '%s' holds no token", optional ?
+		    "EXEC_ENROLL_TOKEN_FILE" : "--enroll-token-file", path);
+	return 0;
+}
+
 /* POST /v1/sessions with this executor's id and its key (the proof the
- * dispatcher binds the id to: doc/protocol.md, "The executor's key").  The
- * key lives in this process only for the request, and is never printed. */
+ * dispatcher binds the id to: doc/protocol.md, "The executor's key"), and
+ * the enrollment token if one is given (which a new id needs).  The key and
+ * the token live in this process only for the request, never printed. */
 static int
 negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e)
 {
-	char key[STATE_KEY_HEX + 1];
+	char key[STATE_KEY_HEX + 1], tok[ENROLL_TOKEN_MAX + 2] = "";
 	int64_t starts;
 	bool backup;
 	json_t *req;
 	int rc;
 
-	if (notice_count(st, &starts, &backup, e) < 0 || state_executor_key(st, key, sizeof key, e) < 0)
+	if ((o->enroll_file && read_enroll_token(o->enroll_file, o->enroll_env, tok, sizeof tok, e) < 0) ||
+	    notice_count(st, &starts, &backup, e) < 0 || state_executor_key(st, key, sizeof key, e) < 0)
 		return -1;
 	/* the start count and a backup copy's mark: how the dispatcher tells
 	 * a restored state (notice.h) */
 	req = json_pack("{s:s, s:s, s:I, s:b}", "executor_id", st->executor_id, "executor_key", key,
 	    "starts", (json_int_t)starts, "restored", backup);
 	explicit_bzero(key, sizeof key);
+	if (req && tok[0])
+		json_object_set_new(req, "enroll_token", json_string(tok));
+	explicit_bzero(tok, sizeof tok);
 	if (!req)
 		return ek_fail(e, EK_OSERR, "out of memory");
 	rc = client_call(o->dispatcher, "POST", "/v1/sessions", NULL, req, o->timeout_ms, ans, NULL, e);
@@ -652,6 +692,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
+		case OPT_ENROLL_TOKEN_FILE: o->enroll_file = optarg; break;
 		case OPT_ADOPT: o->adopt = 1; break;
 		case OPT_CURRENT: o->current = 1; break;
 		case OPT_IDS: o->ids = 1; break;
@@ -682,8 +723,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
 	if (o->cmd->run != cmd_open && o->dispatcher)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
-	if (o->cmd->run != cmd_open && o->adopt)
-		return cli_usage_error(PROG, "--adopt goes with open only");
+	if (o->cmd->run != cmd_open && (o->adopt || o->enroll_file))
+		return cli_usage_error(PROG, "--adopt and --enroll-token-file go with open only");
+	if (!o->enroll_file && o->cmd->run == cmd_open) {
+		o->enroll_file = getenv("EXEC_ENROLL_TOKEN_FILE");
+		o->enroll_env = o->enroll_file && *o->enroll_file;
+		if (!o->enroll_env)
+			o->enroll_file = NULL;
+	}
 	if ((o->current || o->ids || o->utc || o->columns) && o->cmd->run != cmd_show)
 		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
 	if ((o->ids || o->columns) && o->json)

@@ -2,9 +2,9 @@
  * admin — the /admin/ endpoints tests steer the dispatcher with: submit
  * runs and read them back (with their reports and ledger), a summary,
  * force a session's state or lease, issue and revoke the clients of the
- * inspection API, and queue or clear injected faults.  There is no
- * authentication: the server binds 127.0.0.1 only (invariant 4) and is a
- * test fixture, not a service.
+ * inspection API, and queue or clear injected faults.  Only the holder of
+ * the admin token reaches them (auth.c, invariant 11).  A run's env may hold
+ * secrets: its values are shown only when asked for (?reveal_env=1).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -216,6 +216,22 @@ run_record(struct req *rq, json_t **out)
 	return r;
 }
 
+/* Replace every value of the spec's env with "[redacted]", the names kept,
+ * unless the request asks for them (?reveal_env=1). */
+static void
+env_redact(struct req *rq, json_t *run)
+{
+	json_t *env = json_object_get(json_object_get(run, "spec"), "env"), *v;
+	const char *reveal = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
+	    "reveal_env");
+	const char *k;
+
+	if (reveal && strcmp(reveal, "1") == 0)
+		return;
+	json_object_foreach(env, k, v)
+		json_object_set_new(env, k, json_string("[redacted]"));
+}
+
 /* GET /admin/runs/{id}: one run's record, reports and ledger. */
 int
 h_show_run(struct req *rq)
@@ -232,6 +248,7 @@ h_show_run(struct req *rq)
 	}
 	if (r == 0)
 		return tx_end(rq, fail(rq, 404, "unknown_run", "no run '%s'", rq->arg));
+	env_redact(rq, run);
 	return tx_end(rq, answer(rq, 200, run));
 }
 

@@ -21,6 +21,7 @@
  *   results.c      terminal results, the report log, reports in flight
  *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
  *   admin.c        /admin/: runs, summary, sessions, clients, faults
+ *   auth.c         the admin token every /admin/ request shows; enrollment
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
@@ -97,6 +98,9 @@
  * 10. An executor_id is bound to the key of its first negotiation, for
  *     good: a negotiation naming it without that key is refused (403), and
  *     a session adopts only sessions negotiated with its own key.
+ * 11. Only the holder of the admin token (auth.c) reaches a handler of
+ *     /admin/; an executor_id is bound at all only by a negotiation that
+ *     spends a use of an enrollment token issued there.
  */
 #ifndef EK_DISPATCHER_H
 #define EK_DISPATCHER_H
@@ -129,6 +133,7 @@ struct config {
 	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
 	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
 	const char *port_file, *store, *incarnation;
+	const char *admin_token_file;    /* NULL: STORE.admin-token, made at first start */
 	bool quiet;
 };
 
@@ -201,6 +206,7 @@ struct req {
 	char *body;
 	size_t len, cap, limit;
 	bool too_big, is_result, rollback;
+	int denied;                              /* /admin/ without the admin token: 401/403 */
 	enum req_kind kind;                      /* what it is, for the counters and the gate */
 	bool gated;                              /* counted in the stats' in-flight */
 	bool gateable;                           /* ... and against --max-inflight */
@@ -385,6 +391,22 @@ handler_fn h_inspection_new, h_inspection_get, h_inspection_list, h_inspection_a
 handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_replace,
 	h_lease, h_stats, h_list_sessions, h_client_new, h_list_clients, h_client_revoke, h_add_fault,
 	h_clear_faults;
+
+/* ---- auth.c -------------------------------------------------------- */
+
+/* Load the admin token from given, or from STORE.admin-token, making it
+ * (0600) if absent; before the server starts.  0 or -1 with e filled. */
+int auth_init(const char *store, const char *given, struct ek_err *e);
+/* 0 if rq shows the admin token, else 401/403 with the answer set. */
+int auth_admin(struct req *rq);
+/* Inside the negotiation's transaction: spend one use of the enrollment
+ * token (NULL: none sent) to enroll executor xid; 0, or 403/500 (answer
+ * set). */
+int enroll_take(struct req *rq, const char *xid, const char *token);
+/* Are two SHA-256 hex digests equal?  In constant time. */
+bool digest_eq(const char *got, const char *want);
+
+handler_fn h_enroll_new;
 
 /* ---- util.c --------------------------------------------------------- */
 

@@ -164,6 +164,7 @@ static const struct route {
 	{ "DELETE", "/admin/clients/*", h_client_revoke },
 	{ "POST", "/admin/faults", h_add_fault },
 	{ "DELETE", "/admin/faults", h_clear_faults },
+	{ "POST", "/admin/enrollments", h_enroll_new },
 };
 
 /* Does path match pat ("*" = one non-empty segment, copied to arg)? */
@@ -509,7 +510,12 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 	rq->is_result = strcmp(rq->path, "/v1/results") == 0;
 	rq->limit = rq->is_result ? RESULT_MAX : strncmp(rq->path, "/admin/", 7) == 0 ?
 	    ADMIN_MAX : V1_MAX;
-	rq->fault = fault_take(rq->path);
+	/* an /admin/ request without the admin token is refused before
+	 * anything else: it takes no fault and reaches no handler */
+	if (strncmp(rq->path, "/admin/", 7) == 0 && (rq->denied = auth_admin(rq)))
+		rq->limit = 0;
+	else
+		rq->fault = fault_take(rq->path);
 	gate_enter(rq);
 	return rq;
 }
@@ -577,6 +583,11 @@ req_finish(struct req *rq)
 		snprintf(run_id, sizeof run_id, "%s", id);
 		if ((n = flight_enter(run_id)) > 0)
 			flight_persist(run_id, n);
+	}
+	if (rq->denied) {           /* answered as auth_admin() said, nothing else done */
+		r = respond(rq, rq->denied);
+		gate_leave(rq);
+		return r;
 	}
 	json_decref(rq->out);       /* a 400 from body_json() is answered by the handler */
 	rq->out = NULL;

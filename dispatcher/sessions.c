@@ -124,6 +124,8 @@ key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
 		return 0;
 	if (!key)
 		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
+	if ((r = enroll_take(rq, xid, json_string_value(json_object_get(rq->in, "enroll_token")))))
+		return r;   /* invariant 11: a new id is bound only when enrolled */
 	if (sql_exec(&rq->e, "INSERT INTO executor_keys(executor_id, key_sha256, bound_ms)"
 	    " VALUES(?,?,?)", "ssi", xid, key_sha, now_ms()) < 0)
 		return internal(rq);

@@ -18,9 +18,12 @@
  * statements live across requests: left for a change of its own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "dispatcher.h"
@@ -140,12 +143,64 @@ store_init(const char *want_inc, struct ek_err *e)
 	return store_incarnation(want_inc, e);
 }
 
+/* The store's file (and its -wal, -shm) where it exists: a regular file
+ * of this user's, never a link; readable by others, it is made 0600 (the
+ * stores of versions that made them 0644), with a note.  It holds the runs'
+ * specs, their env included. */
+static int
+store_file_check(const char *path, struct ek_err *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC), err;
+	struct stat sb;
+
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0) {
+		err = errno;
+		return ek_fail(e, err == ELOOP ? EK_DATAERR : EK_IOERR, "'%s': %s", path,
+		    err == ELOOP ? "it is a symbolic link (not followed)" : strerror(err));
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+		err = errno;
+		close(fd);
+		return ek_fail(e, EK_UNSAFE, "'%s': %s", path, err ? strerror(err) :
+		    "not a regular file of this user's");
+	}
+	if ((sb.st_mode & 077) && fchmod(fd, 0600) < 0) {
+		err = errno;
+		close(fd);
+		return ek_fail(e, EK_UNSAFE, "'%s': mode %04o lets others in, and chmod failed: %s",
+		    path, (unsigned)(sb.st_mode & 07777), strerror(err));
+	}
+	if (sb.st_mode & 077)
+		say("%s: was mode %04o, now 0600", path, (unsigned)(sb.st_mode & 07777));
+	close(fd);
+	return 0;
+}
+
+/* Check the store's three files (store_file_check). */
+static int
+store_files_check(const char *path, struct ek_err *e)
+{
+	static const char *const ends[] = { "", "-wal", "-shm" };
+	char side[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+		if (snprintf(side, sizeof side, "%s%s", path, ends[i]) >= (int)sizeof side)
+			return ek_fail(e, EK_USAGE, "'%s': path too long", path);
+		if (store_file_check(side, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 store_open(const char *path, const char *want_inc, struct ek_err *e)
 {
 	struct store *s = &dsp.store;
 
-	if (db_open(&s->db, path, true, e) < 0)
+	if (store_files_check(path, e) < 0 || db_open(&s->db, path, true, e) < 0)
 		return -1;
 	if (db_begin_write(&s->db, e) < 0)
 		goto fail;

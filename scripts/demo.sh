@@ -27,6 +27,18 @@ disp_pid=$!
 for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.05; done
 url="http://127.0.0.1:$(cat "$work/port")"
 echo "   $url"
+# /admin/ answers only the admin token, which the dispatcher made at its
+# first start beside its store (mode 0600).  It goes in a header read from
+# stdin (-H @-), never on a command line, which every local user can read.
+admin() {   # admin METHOD PATH [BODY]
+	curl -sS --max-time 5 -H @- -X "$1" "$url$2" ${3:+-d "$3"} \
+		<<<"Authorization: Bearer $(cat "$work/dispatcher.db.admin-token")"
+}
+echo "   admin token: $work/dispatcher.db.admin-token"
+
+echo "== enrolling this executor (an enrollment token for its first session)"
+admin POST /admin/enrollments | sed -n 's/.*"enroll_token":"\([0-9a-f]*\)".*/\1/p' >"$work/enroll-token"
+export EXEC_ENROLL_TOKEN_FILE="$work/enroll-token"
 
 echo "== submitting the demo workload"
 runs='{"run_id":"hello","txn_id":"demo-1","program":"/bin/echo","args":["hello from execkit"]}'
@@ -37,14 +49,14 @@ runs+=',{"run_id":"missing","txn_id":"demo-5","program":"/no/such/program"}'
 for i in $(seq 1 10); do
 	runs+=",{\"run_id\":\"batch-$i\",\"txn_id\":\"demo-b$i\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo item $i; sleep 0.$((i % 3))\"]}"
 done
-curl -sS --max-time 5 -X POST "$url/admin/runs" -d "{\"runs\":[$runs]}"
+admin POST /admin/runs "{\"runs\":[$runs]}"
 echo
 
 echo "== running exec-loop (4 slots)"
 exec-loop --dispatcher "$url" --slots 4 --tick 0.2 2>"$work/loop.log" &
 loop_pid=$!
 
-finished() { curl -sS --max-time 5 "$url/admin/summary" | grep -o '"finished":[0-9]*' | cut -d: -f2; }
+finished() { admin GET /admin/summary | grep -o '"finished":[0-9]*' | cut -d: -f2; }
 cancelled=
 for _ in $(seq 1 600); do
 	if [ -z "$cancelled" ] && exec-inspect list running --ids 2>/dev/null | grep -qx cancel-me; then
@@ -63,7 +75,7 @@ wait "$loop_pid" || true
 loop_pid=
 
 echo "== what the dispatcher recorded (GET /admin/summary: each run charged once)"
-curl -sS --max-time 5 "$url/admin/summary"
+admin GET /admin/summary
 echo
 echo "== what the executor kept: a receipt per acknowledged result (exec-inspect list receipts)"
 exec-inspect list receipts

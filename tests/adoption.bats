@@ -205,11 +205,14 @@ adopted_by() {
 }
 
 # negotiate_as XID [KEY]: negotiate as executor XID (with KEY, if given),
-# as any client could; prints the HTTP status, the answer in $BATS_TEST_TMPDIR/answer.
+# enrolled (the test's enrollment token); prints the HTTP status, the answer
+# in $BATS_TEST_TMPDIR/answer.
 negotiate_as() {
+	local tok
+	enroll_token tok
 	curl -sS --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/answer" -w '%{http_code}' \
 		-H 'Content-Type: application/json' \
-		-d "{\"executor_id\":\"$1\"${2:+,\"executor_key\":\"$2\"}}" "$DISP_URL/v1/sessions"
+		-d "{\"executor_id\":\"$1\"${2:+,\"executor_key\":\"$2\"},\"enroll_token\":\"$tok\"}" "$DISP_URL/v1/sessions"
 }
 
 meta() { sql "SELECT value FROM meta WHERE key = '$1'"; }

@@ -130,9 +130,8 @@ bad_option() {
 
 @test "an HTTP 503 is transient whatever its body, a proxy's page included" {
 	ready h1
-	curl -sS --max-time "$WAIT_S" --data-binary \
-		'{"kind":"lie","path":"/v1/results","status":503,"body":"<html>Service Unavailable</html>","count":3}' \
-		"$DISP_URL/admin/faults" >/dev/null
+	admin POST /admin/faults \
+		'{"kind":"lie","path":"/v1/results","status":503,"body":"<html>Service Unavailable</html>","count":3}' >/dev/null
 	run exec-run start --wait --budget-ms "$WAIT_MS"
 	assert_success
 	assert_line "h1 exited 0: delivery failed (3 attempts): transient: HTTP 503: <html>Service Unavailable</html>"

@@ -11,9 +11,8 @@ HEX64=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 # lie PATH STATUS BODY [COUNT]: the next COUNT (1) requests to PATH are
 # answered STATUS BODY, verbatim.
 lie() {
-	jq -nc --arg p "$1" --argjson s "$2" --arg b "$3" --argjson c "${4:-1}" \
-		'{kind:"lie",path:$p,status:$s,body:$b,count:$c}' |
-		curl -sS --max-time "$WAIT_S" --data-binary @- "$DISP_URL/admin/faults" >/dev/null
+	admin POST /admin/faults "$(jq -nc --arg p "$1" --argjson s "$2" --arg b "$3" --argjson c "${4:-1}" \
+		'{kind:"lie",path:$p,status:$s,body:$b,count:$c}')" >/dev/null
 }
 
 # no_controls FILE: fails when FILE holds a C0 control other than newline,

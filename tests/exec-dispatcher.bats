@@ -23,6 +23,8 @@ disp_start() {
 	wait_until '[[ -s $dir/port ]] || ! kill -0 "$DISP_PID" 2>/dev/null'
 	[[ -s $dir/port ]] || { echo "dispatcher did not start" >&2; return 1; }
 	DISP_URL=http://127.0.0.1:$(<"$dir/port")
+	export EXEC_ADMIN_TOKEN_FILE=$dir/disp.db.admin-token   # made at its first start
+	! declare -F enroll_executors >/dev/null || enroll_executors
 }
 
 # disp_stop: SIGTERM the dispatcher and require exit status 0.
@@ -61,13 +63,17 @@ teardown() {
 
 # api METHOD PATH [BODY [CREDENTIAL]]: one bounded request; sets $code and
 # $body.  BODY "@file" sends a file byte for byte.  The credential goes in a
-# header file, never on curl's command line.
+# header file, never on curl's command line; without one, /admin/ gets the
+# admin token (admin_auth) on stdin.
 api() {
-	local method=$1 path=$2 data=${3-} cred=${4-}
+	local method=$1 path=$2 data=${3-} cred=${4-} auth=
 	local args=(-sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/resp" -w '%{http_code}' -X "$method")
 	if [[ -n $cred ]]; then
 		printf 'Authorization: Bearer %s\n' "$cred" >"$BATS_TEST_TMPDIR/auth"
 		args+=(-H @"$BATS_TEST_TMPDIR/auth")
+	elif [[ $path == /admin/* ]]; then
+		admin_auth auth
+		args+=(-H @-)
 	fi
 	if [[ -n $data ]]; then
 		args+=(-H 'Content-Type: application/json' --data-binary "$data")
@@ -75,7 +81,7 @@ api() {
 	# one process a request: the code and the body are read back by
 	# builtins (a fork of the test's shell costs more than the request)
 	: >"$BATS_TEST_TMPDIR/resp"
-	if "$HTTPC" "${args[@]}" "$DISP_URL$path" >"$BATS_TEST_TMPDIR/code"; then
+	if "$HTTPC" "${args[@]}" "$DISP_URL$path" >"$BATS_TEST_TMPDIR/code" <<<"$auth"; then
 		slurp code "$BATS_TEST_TMPDIR/code"
 	else
 		code="curl-$?"
@@ -93,11 +99,18 @@ num() {
 	sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p" <<<"$body"
 }
 
-# negotiate [XID]: new session; sets SID, CRED, INC.  Each test executor's
-# key is its id twice (64 hex digits).
+# xbody XID: a negotiation's body for executor XID: its key (its id twice,
+# 64 hex digits) and the test's enrollment token (enroll_executors).
+xbody() {
+	local tok
+	enroll_token tok
+	printf '{"executor_id":"%s","executor_key":"%s%s","enroll_token":"%s"}' "$1" "$1" "$1" "$tok"
+}
+
+# negotiate [XID]: new session; sets SID, CRED, INC.
 negotiate() {
 	local xid=${1:-$XID}
-	api POST /v1/sessions "{\"executor_id\":\"$xid\",\"executor_key\":\"$xid$xid\"}"
+	api POST /v1/sessions "$(xbody "$xid")"
 	[[ $code == 201 ]] || { echo "negotiate: $code $body" >&2; return 1; }
 	SID=$(field session_id) CRED=$(field credential) INC=$(field incarnation)
 }
@@ -153,7 +166,7 @@ take() {
 	run ! grep -q "^ *[0-9]*: 00000000:$hex 00000000:0000 0A" /proc/net/tcp
 	api GET /admin/summary
 	[[ $code == 200 ]]
-	DISP_URL=$first
+	DISP_URL=$first EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/disp.db.admin-token
 	api GET /admin/summary
 	[[ $code == 200 ]]
 }
@@ -632,6 +645,7 @@ default_dispatcher() {
 	grep -q "POST /v1/inspections 401" "$BATS_TEST_TMPDIR/l/disp.log"
 	run ! grep -q "$CRED" "$BATS_TEST_TMPDIR/l/disp.log"
 	run ! grep -q "$token" "$BATS_TEST_TMPDIR/l/disp.log"
+	run ! grep -qf "$BATS_TEST_TMPDIR/l/disp.db.admin-token" "$BATS_TEST_TMPDIR/l/disp.log"
 	# only the SHA-256 of either is stored
 	run ! grep -qa -e "$CRED" -e "$token" "$BATS_TEST_TMPDIR/l"/disp.db*
 	[[ $(sqlite3 "$BATS_TEST_TMPDIR/l/disp.db" "SELECT token_sha256 FROM clients") == \
@@ -646,9 +660,10 @@ default_dispatcher() {
 	[[ $code == 200 ]]
 	api GET "/v1/sessions/$SID" "" "$CRED"             # 1 other
 	api GET /admin/stats                               # and this admin request
-	[[ $body == *'"requests_by":{"heartbeat":1,"negotiate":1,"feed":1,"result":1,"admin":2,"other":1}'* ]] ||
+	# (and the set-up's: start_dispatcher enrolls the test's executors)
+	[[ $body == *'"requests_by":{"heartbeat":1,"negotiate":1,"feed":1,"result":1,"admin":3,"other":1}'* ]] ||
 		fail "$body"
-	[[ $(num requests) == 7 ]]
+	[[ $(num requests) == 8 ]]
 }
 
 @test "the gate: past --max-inflight a result gets 429 with Retry-After, a heartbeat never; stats count it" {
@@ -675,7 +690,7 @@ default_dispatcher() {
 	assert_output --partial '"error":"overloaded"'
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 ]]                                      # never refused for load
-	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":\"$XID2$XID2\"}"
+	api POST /v1/sessions "$(xbody "$XID2")"
 	[[ $code == 201 ]]                                      # nor a negotiation
 	api GET /admin/stats
 	[[ $(num gated_429) == 1 && $(num max_inflight) == 1 ]]
@@ -798,7 +813,7 @@ gated_flood() {
 	curl -sS --noproxy '*' --max-time "$WAIT_S" -w '%{http_code}\n' \
 		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" >"$BATS_TEST_TMPDIR/codes" || fail "curl failed"
 	[[ $(grep -c '^200$' "$BATS_TEST_TMPDIR/codes") == 30 ]]
-	api POST /v1/sessions "{\"executor_id\":\"$XID2\",\"executor_key\":\"$XID2$XID2\"}"
+	api POST /v1/sessions "$(xbody "$XID2")"
 	[[ $code == 201 ]]
 	api GET /admin/stats
 	[[ $(num gated_429) == "$refused" ]]

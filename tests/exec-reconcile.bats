@@ -268,7 +268,7 @@ CONF
 	nginx -c "$BATS_TEST_TMPDIR/nginx/nginx.conf" -e "$BATS_TEST_TMPDIR/nginx/error.log" 3>&- &
 	PROXY_PID=$!
 	PROXY_URL="http://127.0.0.1:$port"
-	wait_until 'curl -s -o /dev/null --max-time 1 "$PROXY_URL/admin/summary"'
+	wait_until 'curl -s -o /dev/null --max-time 1 "$PROXY_URL/"'
 }
 
 @test "a real reverse proxy's 502 and 504 are transient, and delivery resumes" {
@@ -293,7 +293,7 @@ CONF
 	exec-dispatcher --port "$port" --store "$BATS_TEST_TMPDIR/disp.db" --quiet 3>&- &
 	# shellcheck disable=SC2034 # the teardown stops it (helpers.bash)
 	DISP_PID=$!
-	wait_until 'curl -s -o /dev/null --max-time 1 "$DISP_URL/admin/summary"'
+	wait_until 'admin GET /admin/summary >/dev/null 2>&1'
 	run exec-reconcile
 	assert_success
 	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]

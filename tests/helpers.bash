@@ -79,6 +79,18 @@ start_dispatcher() {
 	spawn_dispatcher 0 --quiet --lease-ms 3600000 "$@" || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
 	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
 	export DISP_URL
+	enroll_executors
+}
+
+# enroll_executors: an enrollment token for the test's executors (each new
+# executor id's first session spends a use), in a 0600 file that
+# exec-session open reads through EXEC_ENROLL_TOKEN_FILE.
+enroll_executors() {
+	local answer
+	answer=$(admin POST /admin/enrollments '{"uses":10000}') || return 1
+	[[ $answer =~ \"enroll_token\":\"([0-9a-f]+)\" ]] || { echo "enrollment: $answer" >&2; return 1; }
+	(umask 077 && printf '%s\n' "${BASH_REMATCH[1]}" >"$BATS_TEST_TMPDIR/enroll-token")
+	export EXEC_ENROLL_TOKEN_FILE=$BATS_TEST_TMPDIR/enroll-token
 }
 
 # spawn_dispatcher PORT [OPTION...]: an exec-dispatcher on 127.0.0.1:PORT
@@ -94,6 +106,8 @@ spawn_dispatcher() {
 		--store "$BATS_TEST_TMPDIR/disp.db" "$@" >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	export DISP_PID
+	# the admin token the dispatcher made beside its store (admin_auth)
+	export EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/disp.db.admin-token
 	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
 	[ -s "$portfile" ]
 }
@@ -141,9 +155,25 @@ HTTPC=$BUILD/tests/httpc
 [ -x "$HTTPC" ] || HTTPC=curl
 export HTTPC
 
+# admin_auth VAR: the admin API's header line, with the token read from the
+# 0600 file the dispatcher made beside the test's store ($BATS_TEST_TMPDIR/
+# disp.db.admin-token), into VAR.  Clients send it with -H @- on stdin:
+# never on a command line, which every local user can read.
+admin_auth() {
+	local _tok
+	slurp _tok "${EXEC_ADMIN_TOKEN_FILE:-$BATS_TEST_TMPDIR/disp.db.admin-token}"
+	printf -v "$1" 'Authorization: Bearer %s' "$_tok"
+}
+
+# enroll_token VAR: the test's enrollment token (enroll_executors) into VAR,
+# for a test that negotiates by hand.
+enroll_token() { slurp "$1" "$BATS_TEST_TMPDIR/enroll-token"; }
+
 # An admin call to the dispatcher: admin METHOD PATH [BODY]
 admin() {
-	"$HTTPC" -sS --max-time "$WAIT_S" -X "$1" "$DISP_URL$2" ${3:+-d "$3"}
+	local auth
+	admin_auth auth
+	"$HTTPC" -sS --max-time "$WAIT_S" -H @- -X "$1" "$DISP_URL$2" ${3:+-d "$3"} <<<"$auth"
 }
 
 # (each request bounded by the tests' wait: on a loaded machine a sanitized

@@ -17,15 +17,19 @@ teardown() {
 
 # api METHOD PATH [BODY [CREDENTIAL]]: one bounded request; sets $code and
 # $body.  The credential (an executor's, or a client's token) goes in a
-# header file, never on curl's command line.
+# header file, never on curl's command line; without one, /admin/ gets the
+# admin token (admin_auth) on stdin.
 api() {
-	local args=(-sS --noproxy '*' --max-time 10 -o "$BATS_TEST_TMPDIR/resp" -w '%{http_code}' -X "$1")
+	local args=(-sS --noproxy '*' --max-time 10 -o "$BATS_TEST_TMPDIR/resp" -w '%{http_code}' -X "$1") auth=
 	if [ -n "${4-}" ]; then
 		printf 'Authorization: Bearer %s\n' "$4" >"$BATS_TEST_TMPDIR/auth"
 		args+=(-H @"$BATS_TEST_TMPDIR/auth")
+	elif [[ $2 == /admin/* ]]; then
+		admin_auth auth
+		args+=(-H @-)
 	fi
 	[ -z "${3-}" ] || args+=(-H 'Content-Type: application/json' --data-binary "$3")
-	code=$(curl "${args[@]}" "$DISP_URL$2") || code="curl-$?"
+	code=$(curl "${args[@]}" "$DISP_URL$2" <<<"$auth") || code="curl-$?"
 	body=$(cat "$BATS_TEST_TMPDIR/resp" 2>/dev/null || true)
 	rm -f "$BATS_TEST_TMPDIR/resp"
 }

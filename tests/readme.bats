@@ -5,15 +5,15 @@
 load helpers
 
 # by_hand_steps: the shell block that follows the tests/readme.bats marker
-# in README.md, one step a line (a line ending in a backslash joined with
-# the next; comment-only and blank lines dropped).
+# in README.md, one step a line (a line ending in a backslash or a pipe
+# joined with the next; comment-only and blank lines dropped).
 by_hand_steps() {
 	awk '
 		/<!-- tests\/readme.bats / { marked = 1; next }
 		marked && !on && /^```sh$/ { on = 1; next }
 		on && /^```$/ { exit }
 		on' "$SRC/README.md" |
-		sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' | grep -v '^[[:space:]]*\(#.*\)\?$'
+		sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' -e '/|$/{N;s/\n/ /;ba}' | grep -v '^[[:space:]]*\(#.*\)\?$'
 }
 
 # free_port: a loopback port nobody listens on now (one a dispatcher chose).
@@ -25,6 +25,7 @@ free_port() {
 
 @test "README's by-hand steps run as written, with a minute's reading after the session is opened" {
 	local port steps step n=0 paused=
+	cd "$BATS_TEST_TMPDIR"   # the steps' own files (admin.auth, enroll-token) land here
 	port=$(free_port)
 	mapfile -t steps < <(by_hand_steps)
 	[ "${#steps[@]}" -ge 5 ] || fail "no by-hand steps found in README.md: ${steps[*]}"

@@ -109,6 +109,7 @@ load drill
 	mv "$BATS_TEST_TMPDIR/disp.db" "$BATS_TEST_TMPDIR/disp.lost.db"
 	rm -f "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
 	restart_dispatcher                               # a new incarnation, no sessions
+	enroll_executors                                 # nor enrollments: the operator enrolls again
 	run exec-session heartbeat
 	[ "$status" -eq "$EK_NOSESSION" ] || [ "$status" -eq "$EK_PROTOCOL" ]
 	run exec-reconcile

@@ -33,14 +33,21 @@ start_disp() {
 	url=http://127.0.0.1:$(cat "$tmp/port")
 }
 
+# admin METHOD PATH [BODY]: the admin token (made beside the store) on stdin.
+admin() {
+	curl -sS -H @- -X "$1" "$url$2" ${3:+-d "$3"} <<<"Authorization: Bearer $(cat "$tmp/disp.db.admin-token")"
+}
+
 start_disp
-exec-session open --dispatcher "$url" >/dev/null
+# the executor's first session is enrolled with a token the admin issues
+admin POST /admin/enrollments | sed -n 's/.*"enroll_token":"\([0-9a-f]*\)".*/\1/p' >"$tmp/enroll"
+exec-session open --dispatcher "$url" --enroll-token-file "$tmp/enroll" >/dev/null
 echo "| what | size | time |"
 echo "|---|---|---|"
 
 # N runs submitted and accepted from the dispatcher.
 specs=$(for i in $(seq 1 "$n"); do printf '{"run_id":"m%d","txn_id":"t","program":"/bin/true"},' "$i"; done)
-curl -sS -X POST "$url/admin/runs" -d "{\"runs\":[${specs%,}]}" >/dev/null
+admin POST /admin/runs "{\"runs\":[${specs%,}]}" >/dev/null
 t=$(date +%s%N); exec-accept --from-dispatcher --max 1000 >/dev/null
 row "accept from the dispatcher (one transaction, receipts sent)" "$n runs" "$(ms "$t")"
 
@@ -51,7 +58,7 @@ row "sweep: started runs with no supervisor become unknown" "$n runs" "$(ms "$t"
 
 # N retained results (written as result_choose writes them): drain them.
 xspecs=${specs//'"run_id":"m'/'"run_id":"x'}
-curl -sS -X POST "$url/admin/runs" -d "{\"runs\":[${xspecs%,}]}" >/dev/null
+admin POST /admin/runs "{\"runs\":[${xspecs%,}]}" >/dev/null
 exec-accept --from-dispatcher --max 1000 >/dev/null
 q "INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, wait_status, message, chosen_at, body)
 	SELECT run_id, incarnation, session_id, 'exited', 0, 0, 'exited with status 0', 1,
@@ -97,5 +104,5 @@ row "shares cache lost: every share recomputed on read" "$n members" "$(ms "$t")
 port=$(cat "$tmp/port")
 kill -KILL "$disp"; wait "$disp" 2>/dev/null || true
 t=$(date +%s%N); start_disp "$port"
-curl -sS "$url/admin/summary" >/dev/null
+admin GET /admin/summary >/dev/null
 row "dispatcher restart on its store, first answer" "$((2 * n)) runs" "$(ms "$t")"

@@ -46,6 +46,7 @@ load drill
 start_logging_dispatcher() {
 	spawn_dispatcher 0 || return 1
 	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
+	enroll_executors
 }
 
 @test "the session credential appears in no argv, environment, stderr, log or output" {
