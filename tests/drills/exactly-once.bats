@@ -167,7 +167,7 @@ restore() {
 @test "the loop killed with -9 and its state restored from a copy (route c): the runs in flight at the kill never run again; new work runs once" {
 	start_dispatcher --settle-after-ms 0
 	exec-loop --dispatcher "$DISP_URL" --tick 0.1 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
-	local loop=$! i
+	local loop=$! i old
 	remember "$loop"
 	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
 	# before any run, a consistent copy taken another way than exec-session
@@ -176,6 +176,10 @@ restore() {
 	for i in 1 2 3 4; do submit "$(xspec c$i 1)"; done      # one per slot
 	wait_until '[ "$(wc -l <"$LEDGER" 2>/dev/null || echo 0)" = 4 ]'
 	wait_until 'noticed 4'
+	old=$(current_session)
+	# the loop and what it was running (a feed request could otherwise
+	# still accept work into the state about to be replaced)
+	pkill -KILL -P "$loop" || true
 	kill -KILL "$loop"
 	wait "$loop" || true
 	kill_recorded
@@ -183,6 +187,7 @@ restore() {
 	exec-loop --dispatcher "$DISP_URL" --tick 0.1 2>>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	remember "$loop"
+	wait_until '[ "$(current_session 2>/dev/null)" != "$old" ]'
 	for i in 6 7 8; do submit "$(xspec c$i)"; done
 	wait_until '[ "$(ran_txn c6)$(ran_txn c7)$(ran_txn c8)" = 111 ]'
 	wait_until '[ "$(dstore "SELECT count(*) FROM settlements")" = 4 ]'
