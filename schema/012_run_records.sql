@@ -29,7 +29,7 @@ CREATE TABLE run_records (
 	txn_id      TEXT NOT NULL,
 	incarnation TEXT NOT NULL,
 	session_id  TEXT NOT NULL,
-	known       TEXT NOT NULL CHECK (known IN ('finished', 'unknown')),
+	known       TEXT NOT NULL CHECK (known = 'finished' OR known = 'unknown'),
 	outcome     TEXT,                    -- results.outcome, for 'finished'
 	exit_code   INTEGER,
 	started_at  INTEGER,

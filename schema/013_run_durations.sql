@@ -17,6 +17,6 @@ CREATE TRIGGER count_duration AFTER INSERT ON results
 BEGIN
 	UPDATE counters SET value = value + CASE name WHEN 'duration_sum_ms'
 		THEN NEW.chosen_at - NEW.started_at ELSE 1 END
-	WHERE name IN ('duration_sum_ms', 'duration_count') OR (name = 'duration' AND
+	WHERE name = 'duration_sum_ms' OR name = 'duration_count' OR (name = 'duration' AND
 		(label = '+Inf' OR CAST(label AS REAL) * 1000 >= NEW.chosen_at - NEW.started_at));
 END;

@@ -22,8 +22,7 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(
 	session_id TEXT PRIMARY KEY, incarnation TEXT NOT NULL,
 	executor_id TEXT NOT NULL, cred_sha256 TEXT NOT NULL,
-	status TEXT NOT NULL CHECK(status IN
-	 ('current','revoked','expired','replaced','closed')),
+	status TEXT NOT NULL CHECK(status = 'current' OR status = 'revoked' OR status = 'expired' OR status = 'replaced' OR status = 'closed'),
 	lease_expires_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);
 
 -- spec is the run spec as canonical JSON (compact, sorted keys), so an
@@ -32,8 +31,7 @@ CREATE TABLE IF NOT EXISTS sessions(
 CREATE TABLE IF NOT EXISTS runs(
 	run_id TEXT PRIMARY KEY, submit_seq INTEGER NOT NULL UNIQUE,
 	spec TEXT NOT NULL, cost INTEGER NOT NULL DEFAULT 0,
-	state TEXT NOT NULL CHECK(state IN
-	 ('queued','offered','accepted','rejected','finished')),
+	state TEXT NOT NULL CHECK(state = 'queued' OR state = 'offered' OR state = 'accepted' OR state = 'rejected' OR state = 'finished'),
 	owner_session TEXT, receipt TEXT,
 	max_in_flight INTEGER NOT NULL DEFAULT 0, submitted_ms INTEGER NOT NULL);
 

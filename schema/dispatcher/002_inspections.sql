@@ -9,6 +9,6 @@
 
 CREATE TABLE IF NOT EXISTS inspections(
 	inspection_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, run_id TEXT NOT NULL,
-	status TEXT NOT NULL CHECK(status IN ('pending','answered')), answer TEXT,
+	status TEXT NOT NULL CHECK(status = 'pending' OR status = 'answered'), answer TEXT,
 	created_ms INTEGER NOT NULL, answered_ms INTEGER);
 CREATE INDEX IF NOT EXISTS inspections_session ON inspections(session_id, status);

@@ -10,7 +10,7 @@
 CREATE TABLE IF NOT EXISTS clients(
 	client_id TEXT PRIMARY KEY, name TEXT NOT NULL,
 	token_sha256 TEXT NOT NULL UNIQUE,
-	status TEXT NOT NULL CHECK(status IN ('active','revoked')),
+	status TEXT NOT NULL CHECK(status = 'active' OR status = 'revoked'),
 	created_ms INTEGER NOT NULL, revoked_ms INTEGER);
 
 -- Which client asked each inspection: only that client reads it

@@ -46,13 +46,12 @@ INSERT OR IGNORE INTO session_ends(session_id, ended_ms)
 --   inspection_id  the answer it was settled on (inspection_*)
 CREATE TABLE IF NOT EXISTS settlements(
 	run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
-	state TEXT CHECK(state IN ('handed_back','requeued','abandoned')),
-	how TEXT NOT NULL CHECK(how IN ('handback','inspection_not_started',
-	 'inspection_absent','inspection_started','abandoned')),
+	state TEXT CHECK(state = 'handed_back' OR state = 'requeued' OR state = 'abandoned'),
+	how TEXT NOT NULL CHECK(how = 'handback' OR how = 'inspection_not_started' OR how = 'inspection_absent' OR how = 'inspection_started' OR how = 'abandoned'),
 	requeued_as TEXT UNIQUE REFERENCES runs(run_id),
 	inspection_id TEXT REFERENCES inspections(inspection_id),
 	settled_ms INTEGER NOT NULL,
-	CHECK((requeued_as IS NOT NULL) = (state IN ('handed_back','requeued'))));
+	CHECK((requeued_as IS NOT NULL) = (state = 'handed_back' OR state = 'requeued')));
 
 -- The inspections the dispatcher itself asked (its reserved client
 -- cli-settlement, which has no token: no client reads them) about the run
