@@ -241,6 +241,8 @@ run_batch(struct batch *b, const struct session *s, struct ek_err *e)
 			record(b, c->item[i].line, c->item[i].run_id, "invalid", NULL, c->item[i].error);
 		else
 			rc = accept_spec(b, c->item[i].line, &c->item[i].rs, e);
+	if (rc == 0)
+		rc = acceptor_count(b->acc, e);
 	acceptor_free(b->acc);
 	b->acc = NULL;
 	if (rc < 0) {

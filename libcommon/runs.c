@@ -228,6 +228,7 @@ struct acceptor {
 	struct binding b;
 	sqlite3_stmt *find, *ins_accept, *ins_run;
 	int64_t seq;   /* receipts are "<executor id>:<seq>"; the batch holds the write lock */
+	int64_t added; /* new runs, counted once per batch (acceptor_count) */
 };
 
 void
@@ -360,8 +361,24 @@ acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *
 		return find_known(a, rs, out, receipt, n, e) == 1 ? 0 :
 		    ek_fail(e, EK_SOFTWARE, "run '%s': conflict without a row", rs->run_id);
 	a->seq++;
+	a->added++;
 	*out = ACCEPT_NEW;
 	return insert_run(a, rs, now, e);
+}
+
+int
+acceptor_count(struct acceptor *a, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (a->added == 0)
+		return 0;
+	if (!(q = db_prep(&a->st->db, "UPDATE counters SET value = value + ?1 "
+	    "WHERE name = 'accepted' AND label = ''", e)))
+		return -1;
+	db_bind_i64(q, 1, a->added);
+	a->added = 0;
+	return db_exec_stmt(&a->st->db, q, e);
 }
 
 /* --- execution rows ----------------------------------------------------- */
