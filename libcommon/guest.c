@@ -125,6 +125,7 @@ struct child_view {
 struct child_args {
 	const struct guest_spec *gs;
 	const struct world *world;   /* where it may write */
+	const struct contain *cg;    /* the cgroups it joins itself (v1) */
 	char **argv, **envp;
 	int out, err, fail;
 	const struct child_view *view;
@@ -149,6 +150,7 @@ child(void *arg)
 	umask(a->gs->umask);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
 		goto fail;
+	contain_child_join(a->cg);   /* while it still may */
 	if (isolate_enter(a->gs->iso, a->world, a->gs->st->dir, a->view->path, a->view->fd, &f.step) < 0)
 		goto fail;
 	if (chdir(a->gs->cwd ? a->gs->cwd : "/") < 0)
@@ -190,10 +192,14 @@ warn(struct guest *g, const char *fmt, ...)
 	g->warn.code = EK_OSERR;
 }
 
-/* Before the fork: become a subreaper, and make the guest's cgroup. */
+/* Before the fork: become a subreaper, and make the guest's cgroup, its
+ * limits set (the policy's pids_max and memory_max, else the defaults). */
 static void
 contain_prepare(const struct guest_spec *gs, struct guest *g)
 {
+	json_t *pids = json_object_get(gs->policy, "pids_max"), *mem = json_object_get(gs->policy, "memory_max");
+	struct contain_limits l = { pids ? json_integer_value(pids) : CONTAIN_PIDS_MAX,
+		mem ? json_integer_value(mem) : CONTAIN_MEMORY_MAX };
 	char name[NAME_MAX + 1];
 	struct ek_err e = { 0 };
 
@@ -202,6 +208,8 @@ contain_prepare(const struct guest_spec *gs, struct guest *g)
 	snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
 	if (contain_cgroup_create(&g->cg, name, &e) < 0)
 		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+	if (contain_limit(&g->cg, name, &l, &e) < 0)
+		warn(g, "its resource limits are not all set: %s", e.msg);
 }
 
 /* After the guest is reaped: end everything it left, wherever it went. */
@@ -319,7 +327,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	contain_prepare(gs, g);
 	if (make_pipes(out, err, fail, e) < 0)
 		goto fail;
-	args = (struct child_args){ gs, world, argv, envp, out[1], err[1], fail[1], &view };
+	args = (struct child_args){ gs, world, &g->cg, argv, envp, out[1], err[1], fail[1], &view };
 	g->pid = contain_spawn(&g->cg, child, &args, &moved);
 	environ = our_env;
 	if (g->pid < 0) {

@@ -60,7 +60,11 @@ struct hook_args {
 	char view[PATH_MAX];
 	int view_fd, log, fail;
 	const char *program;
+	const struct contain *cg;
 };
+
+#define HOOK_PIDS_MAX 64                 /* a hook's limits */
+#define HOOK_MEMORY_MAX (256LL << 20)
 
 /* In the hook's child: never returns; a failure (errno, isolation step)
  * goes to a->fail.  System calls only. */
@@ -77,6 +81,7 @@ hook_child(void *arg)
 	umask(a->st->umask_orig);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->log, 1) < 0 || dup2(a->log, 2) < 0)
 		goto fail;
+	contain_child_join(a->cg);
 	if (isolate_enter(&hk.iso, hk.world, a->st->dir, a->view, a->view_fd, &f[1]) < 0)
 		goto fail;
 	if (chdir("/") < 0)
@@ -155,6 +160,9 @@ hook_spawn(struct state *st, struct pub *p, struct contain *cg, char *why, size_
 	snprintf(name, sizeof name, "%ld-hook-%s", (long)getpid(), p->run_id);
 	if (contain_cgroup_create(cg, name, &e) < 0)
 		ek_clear(&e);   /* its process group is killed all the same */
+	if (contain_limit(cg, name, &(struct contain_limits){ HOOK_PIDS_MAX, HOOK_MEMORY_MAX }, &e) < 0)
+		ek_clear(&e);
+	a.cg = cg;
 	p->pid = contain_spawn(cg, hook_child, &a, &e);
 	close(fail[1]);
 	if (p->pid < 0)

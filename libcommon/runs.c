@@ -149,6 +149,12 @@ check_policy(json_t *p, struct ek_err *e)
 		return bad(e, "policy.notify", "must be the absolute path of a program");
 	if ((v = json_object_get(p, "cost")) && (!json_is_integer(v) || json_integer_value(v) < 0))
 		return bad(e, "policy.cost", "must be a whole number >= 0");
+	if ((v = json_object_get(p, "pids_max")) && (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 4194304))
+		return bad(e, "policy.pids_max", "must be a whole number from 1 to 4194304");
+	if ((v = json_object_get(p, "memory_max")) && (!json_is_integer(v) ||
+	    json_integer_value(v) < 1048576))
+		return bad(e, "policy.memory_max", "must be a whole number of bytes >= 1048576");
 	return check_writable(json_object_get(p, "writable"), e);
 }
 
