@@ -61,7 +61,7 @@ static const char PROG[] = "exec-run";
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
 	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO,
-	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK };
+	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK, OPT_GUEST_NETWORK };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -80,6 +80,7 @@ static const struct option options[] = {
 	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
 	{ "guest-writable", required_argument, NULL, OPT_GUEST_WRITABLE },
 	{ "allow-hook", required_argument, NULL, OPT_ALLOW_HOOK },
+	{ "guest-network", required_argument, NULL, OPT_GUEST_NETWORK },
 	{ "chain", no_argument, NULL, OPT_CHAIN },
 	{ "log-fd", required_argument, NULL, OPT_LOG_FD },
 	{ "log-stamps", no_argument, NULL, OPT_LOG_STAMPS },
@@ -127,6 +128,8 @@ static const char USAGE[] =
 	"                         execkit-guest, else nobody)\n"
 	"      --guest-writable PATH  let guests write to PATH too (repeatable; also\n"
 	"                         $EXEC_GUEST_WRITABLE, paths separated by ':')\n"
+	"      --guest-network MODE  host (default, or $EXEC_GUEST_NETWORK), or none: every\n"
+	"                         guest in a network namespace with loopback only\n"
 	"      --allow-hook PATH  run the notify hook PATH when a run's policy names it\n"
 	"                         (repeatable; also $EXEC_ALLOW_HOOKS): no other runs\n"
 	"      --require-isolation  refuse to run guests that would not be isolated\n"
@@ -770,6 +773,10 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_GUEST_USER: o->guest_user = optarg; return 0;
 	case OPT_GUEST_WRITABLE: return writable_opt(o, optarg);
 	case OPT_ALLOW_HOOK: return allow_hook(optarg);
+	case OPT_GUEST_NETWORK:
+		if (world_parse_network(optarg, &o->writable->no_network) < 0)
+			return cli_usage_error(PROG, "--guest-network: '%.100s' is not host or none", optarg);
+		return 0;
 	case OPT_REQUIRE_ISOLATION: o->require_isolation = 1; return 0;
 	case OPT_ISOLATION:
 		if (isolate_parse_mode(optarg, &o->isolation) < 0)

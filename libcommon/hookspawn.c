@@ -39,8 +39,8 @@ hooks_decide(const struct state *st)
 	if (!hk.world) {
 		if (!(hk.world = world_for_run(NULL, NULL, NULL)))
 			snprintf(hk.why, sizeof hk.why, "out of memory");
-		else if (world_add_list(hk.world, getenv("EXEC_GUEST_WRITABLE"), &e) < 0)
-			snprintf(hk.why, sizeof hk.why, "EXEC_GUEST_WRITABLE: %.500s", e.msg);
+		else if (world_from_env(hk.world, &e) < 0)
+			snprintf(hk.why, sizeof hk.why, "%.500s", e.msg);
 		if (!hk.decided && mode && *mode && isolate_parse_mode(mode, &want) < 0)
 			snprintf(hk.why, sizeof hk.why, "EXEC_ISOLATION: '%.100s' is not a mode", mode);
 		if (!hk.why[0] && !hk.decided && isolate_resolve(want, NULL, false, st->dir, &hk.iso, &e) < 0)

@@ -31,7 +31,7 @@ static const char *const mode_names[] = {
 enum step { S_NONE, S_DUMPABLE, S_UNSHARE, S_SETGROUPS_DENY, S_UID_MAP, S_GID_MAP, S_PRIVATE,
 	S_VIEW_OPEN, S_TMPFS, S_VIEW_DIR, S_VIEW_BIND, S_VIEW_RDONLY, S_TMPFS_RDONLY, S_SETGROUPS,
 	S_SETGID, S_SETUID, S_NO_NEW_PRIVS, S_LANDLOCK, S_BOUNDING, S_AMBIENT, S_CAPSET, S_VIEW_FD,
-	S_NEWNS, S_TMP, S_WRITABLE_DIR, S_WRITABLE_BIND, S_STATE_DIR, S_TOO_LONG };
+	S_NEWNS, S_TMP, S_WRITABLE_DIR, S_WRITABLE_BIND, S_STATE_DIR, S_NETNS, S_TOO_LONG };
 
 static const char *const step_names[] = {
 	[S_NONE] = "nothing",
@@ -61,6 +61,7 @@ static const char *const step_names[] = {
 	[S_WRITABLE_DIR] = "make the mount point of a writable path",
 	[S_WRITABLE_BIND] = "bind a writable path into a private directory",
 	[S_STATE_DIR] = "make the state directory's mount point",
+	[S_NETNS] = "enter a network namespace with loopback only",
 	[S_TOO_LONG] = "build a path (too long)",
 };
 
@@ -265,6 +266,10 @@ isolate_enter(const struct isolate *iso, const struct world *w, const char *stat
 	*step = S_NONE;
 	if (iso->mode == ISOLATE_USERNS && enter_userns(iso, w, state_dir, view, step) < 0)
 		return -1;
+	/* No network: with the privilege userns gives, or root's before user
+	 * drops it (none: only as root; else the guest does not run). */
+	if (w && w->no_network && world_no_network() < 0)
+		return at(step, S_NETNS);
 	if (iso->mode == ISOLATE_USER && fcntl(view_fd, F_SETFD, 0) < 0)
 		return at(step, S_VIEW_FD);
 	if (iso->mode == ISOLATE_USER && enter_user(iso, w, step) < 0)

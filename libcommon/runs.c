@@ -155,6 +155,9 @@ check_policy(json_t *p, struct ek_err *e)
 	if ((v = json_object_get(p, "memory_max")) && (!json_is_integer(v) ||
 	    json_integer_value(v) < 1048576))
 		return bad(e, "policy.memory_max", "must be a whole number of bytes >= 1048576");
+	if ((v = json_object_get(p, "network")) && (!json_is_string(v) ||
+	    world_parse_network(json_string_value(v), &(bool){ false }) < 0))
+		return bad(e, "policy.network", "must be \"none\" or \"host\"");
 	return check_writable(json_object_get(p, "writable"), e);
 }
 

@@ -1,6 +1,11 @@
 /* world — see world.h. */
 #include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,16 @@ void
 world_init(struct world *w)
 {
 	w->n = 0;
+	w->no_network = false;
+}
+
+int
+world_parse_network(const char *s, bool *none)
+{
+	if (strcmp(s, "none") != 0 && strcmp(s, "host") != 0)
+		return -1;
+	*none = strcmp(s, "none") == 0;
+	return 0;
 }
 
 /* Is p (absolute) a or beneath it? */
@@ -91,6 +106,9 @@ world_for_run(const struct world *op, json_t *policy, const char *cwd)
 	world_init(w);
 	for (i = 0; op && i < (size_t)op->n; i++)
 		strcpy(w->path[w->n++], op->path[i]);
+	v = json_object_get(policy, "network");
+	w->no_network = (op && op->no_network) || (json_is_string(v) &&
+	    strcmp(json_string_value(v), "none") == 0);
 	/* Checked at acceptance (runs.c): absolute, at most WORLD_POLICY_MAX.
 	 * One that cannot be resolved now widens nothing. */
 	json_array_foreach(json_object_get(policy, "writable"), i, v)
@@ -104,8 +122,10 @@ world_for_run(const struct world *op, json_t *policy, const char *cwd)
 int
 world_from_env(struct world *w, struct ek_err *e)
 {
-	const char *list = getenv("EXEC_GUEST_WRITABLE");
+	const char *list = getenv("EXEC_GUEST_WRITABLE"), *net = getenv("EXEC_GUEST_NETWORK");
 
+	if (net && *net && world_parse_network(net, &w->no_network) < 0)
+		return ek_fail(e, EK_USAGE, "EXEC_GUEST_NETWORK: '%.100s' is not none or host", net);
 	if (list && world_add_list(w, list, e) < 0)
 		return ek_fail(e, e->code, "EXEC_GUEST_WRITABLE: %s", e->msg);
 	if (w->n > WORLD_OPERATOR_MAX)
@@ -126,6 +146,8 @@ world_to_env(const struct world *w, struct ek_err *e)
 		n += (size_t)sprintf(list + n, "%s%s", i ? ":" : "", w->path[i]);
 	rc = w->n ? setenv("EXEC_GUEST_WRITABLE", list, 1) : unsetenv("EXEC_GUEST_WRITABLE");
 	free(list);
+	if (rc == 0)
+		rc = setenv("EXEC_GUEST_NETWORK", w->no_network ? "none" : "host", 1);
 	return rc < 0 ? ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno)) : 0;
 }
 
@@ -150,6 +172,28 @@ world_mkdirs(const char *path)
 			buf[i] = path[i];
 		}
 	return 0;
+}
+
+int
+world_no_network(void)
+{
+	struct ifreq ifr;
+	int fd, rc, err;
+
+	if (unshare(CLONE_NEWNET) < 0)
+		return -1;
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (rc == 0)
+		rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
 }
 
 /* Does w share private directory d (a path of w is d or holds it)? */

@@ -22,6 +22,11 @@
  * the private directories makes that one shared: "/tmp" widened is the
  * host's /tmp.
  *
+ * A run, or the operator for every run, may also give a guest no network:
+ * a network namespace of its own with loopback only (policy "network":
+ * "none", exec-run --guest-network none, EXEC_GUEST_NETWORK).  The
+ * operator's none holds whatever the policy says.
+ *
  * A struct world is made in the supervisor (world_add resolves each path)
  * and entered in the guest's child between fork and exec (world_private,
  * world_landlock): those two make system calls only and allocate nothing.
@@ -44,6 +49,7 @@
 
 struct world {
 	int n;
+	bool no_network;             /* a network namespace with loopback only */
 	char path[WORLD_MAX][PATH_MAX];   /* resolved, absolute */
 };
 
@@ -59,17 +65,26 @@ int world_add(struct world *w, const char *path, struct ek_err *e);
 int world_add_list(struct world *w, const char *list, struct ek_err *e);
 
 /* Add the paths of EXEC_GUEST_WRITABLE (the operator's, at most
- * WORLD_OPERATOR_MAX in all): 0, or -1 (e filled). */
+ * WORLD_OPERATOR_MAX in all) and EXEC_GUEST_NETWORK: 0, or -1 (e filled). */
 int world_from_env(struct world *w, struct ek_err *e);
 
-/* Set EXEC_GUEST_WRITABLE to w's paths (unset it if none), for the
- * processes we start: 0, or -1. */
+/* Set EXEC_GUEST_WRITABLE to w's paths (unset it if none) and
+ * EXEC_GUEST_NETWORK, for the processes we start: 0, or -1. */
 int world_to_env(const struct world *w, struct ek_err *e);
 
 /* A run's world, malloc'd: the operator's (op, may be NULL), the paths of
- * its policy's "writable" (those that exist), and its working directory
- * cwd (NULL or "/": none).  NULL when out of memory. */
+ * its policy's "writable" (those that exist), its working directory cwd
+ * (NULL or "/": none), no network if op or the policy says so.  NULL when
+ * out of memory. */
 struct world *world_for_run(const struct world *op, json_t *policy, const char *cwd);
+
+/* In the guest's child, with the privilege to (root, or in a user
+ * namespace of its own): enter a network namespace of its own whose only
+ * interface is loopback, up.  0, or -1 (errno).  System calls only. */
+int world_no_network(void);
+
+/* "none" or "host" (a policy's or the operator's "network"): 0, -1 else. */
+int world_parse_network(const char *s, bool *none);
 
 /* What failed in world_private (for isolate_step_name). */
 enum world_step { WORLD_TMPFS = 1, WORLD_MKDIR, WORLD_BIND };

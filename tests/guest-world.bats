@@ -127,3 +127,29 @@ run_guest() {
 	assert_success
 	[ "$(cat "$EXEC_STATE_DIR/out/r2.stdout")" = 0 ]
 }
+
+# net_guest ID [EXTRA]: a guest that connects to the dispatcher's port and
+# says whether it could (bash's /dev/tcp, no other tool needed).
+net_guest() {
+	local port=${DISP_URL##*:}
+	submit_and_accept "$(spec "$1" /bin/bash "[\"-c\",\"exec 3<>/dev/tcp/127.0.0.1/$port && echo reached\"]" "${2:-}")"
+}
+
+@test "a run with policy network none, or every run with --guest-network none, cannot reach the dispatcher: loopback only" {
+	need_world
+	start_dispatcher
+	open_session
+	net_guest n1 '"policy":{"network":"none"}'
+	net_guest n2
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "n1 exited 1"
+	assert_output --partial "n2 exited 0"
+	grep -q "Connection refused" "$EXEC_STATE_DIR/out/n1.stderr"   # its loopback is up, and empty
+	[ "$(cat "$EXEC_STATE_DIR/out/n2.stdout")" = reached ]
+	net_guest n3 '"policy":{"network":"host"}'
+	run exec-run start --wait --guest-network none
+	assert_success
+	assert_output --partial "n3 exited 1"             # the operator's none holds
+	run -64 exec-run --guest-network some isolation
+}
