@@ -736,18 +736,20 @@ allow_hook(const char *path)
 	    e.msg) : 0;
 }
 
-/* EXEC_ISOLATION (the default --isolation) and EXEC_GUEST_WRITABLE. */
+/* EXEC_ISOLATION (the default --isolation), EXEC_GUEST_WRITABLE and
+ * EXEC_GUEST_NETWORK. */
 static int
 env_defaults(struct opts *o)
 {
+	static struct world operator_world;   /* one a process: nothing to free */
 	const char *mode = getenv("EXEC_ISOLATION");
 	struct ek_err e = { 0 };
 
 	if (mode && *mode && isolate_parse_mode(mode, &o->isolation) < 0)
 		return cli_usage_error(PROG, "EXEC_ISOLATION: '%.200s' is not one of auto, userns, user, "
 		    "none", mode);
-	if (!(o->writable = calloc(1, sizeof *o->writable)))
-		return cli_usage_error(PROG, "out of memory");
+	o->writable = &operator_world;
+	world_init(o->writable);
 	if (world_from_env(o->writable, &e) < 0)
 		return cli_usage_error(PROG, "%s", e.msg);
 	return 0;
