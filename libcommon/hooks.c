@@ -83,13 +83,12 @@ shares_allow_hook(const char *path, struct ek_err *e)
 
 /* After p's hook ended or was killed: nothing it started may outlive it. */
 static void
-hook_end(struct pub *p, pid_t pid, struct contain *cg)
+hook_end(pid_t pid, struct contain *cg)
 {
 	struct ek_err e = { 0 };
 
 	kill(-pid, SIGKILL);
 	contain_cgroup_kill(cg, HOOK_KILL_MS, &e);
-	(void)p;
 }
 
 /* Reap p's hook if it ended: 1 ended (note updated), 0 still running. */
@@ -101,7 +100,7 @@ hook_reap(struct pub *p, struct contain *cg, struct shares_note *note)
 
 	if (r == 0 || (r < 0 && errno == EINTR))
 		return 0;
-	hook_end(p, p->pid, cg);
+	hook_end(p->pid, cg);
 	p->pid = 0;
 	if (r < 0)
 		shares_note_fail(note, p->run_id, "notify", "'%s': waitpid: %s", p->notify,
@@ -165,7 +164,7 @@ shares_hooks_run(struct state *st, struct pub *pubs, size_t n, const char *skip,
 		kill(-pubs[i].pid, SIGKILL);
 		while (waitpid(pubs[i].pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		hook_end(&pubs[i], pubs[i].pid, &cg[i]);
+		hook_end(pubs[i].pid, &cg[i]);
 		pubs[i].pid = 0;
 		shares_note_fail(note, pubs[i].run_id, "notify", "'%s' did not end within %d ms: killed",
 		    pubs[i].notify, SHARES_HOOK_MS);

@@ -27,7 +27,6 @@ static struct {
 	char why[600];   /* not "": hooks are not run, and why */
 } hk;
 
-
 /* Decide (once) how hooks run: 0, or -1 (hk.why says why none runs). */
 static int
 hooks_decide(const struct state *st)
