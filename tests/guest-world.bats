@@ -18,7 +18,7 @@ setup() {
 teardown() {
 	common_teardown
 	rm -rf "$OUTSIDE"
-	rm -f "/tmp/$TAG" "/var/tmp/$TAG" "/dev/shm/$TAG" "/$TAG.state.db"
+	rm -f "/tmp/$TAG" "/tmp/$TAG.mine" "/var/tmp/$TAG.mine" "/dev/shm/$TAG.mine" "/$TAG.state.db"
 }
 
 # need_world: skip where guests are not isolated (exec-run isolation says
@@ -61,7 +61,7 @@ run_guest() {
 	[ ! -e "/$TAG.state.db" ]
 	[ ! -e "$OUTSIDE/home/x" ]
 	[ ! -e "$OUTSIDE/beside" ]
-	[[ "$GUEST_OUT" != *-written*cwd-written* ]]
+	[ "$GUEST_OUT" = cwd-written ]
 	[ -e "$OUTSIDE/cwd/mine" ]     # its working directory is its own
 }
 
@@ -118,10 +118,11 @@ run_guest() {
 	assert_success
 	assert_output --partial "user: guests run as '"
 	assert_output --partial "the default guest user of a root executor"
-	ready r1 /usr/bin/id '["-u"]'
+	ready r1 /bin/sh "[\"-c\",\"id -u; touch /tmp/$TAG.mine\"]"
 	run exec-run start --wait
 	assert_success
 	[ "$(cat "$EXEC_STATE_DIR/out/r1.stdout")" = "$want" ]
+	[ ! -e "/tmp/$TAG.mine" ]       # its /tmp is its own as that user too
 	submit_and_accept "$(spec r2 /usr/bin/id '["-u"]')"
 	EXEC_ISOLATION=userns run exec-run start --wait
 	assert_success
