@@ -669,12 +669,16 @@ cmd_isolation(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct isolate iso;
 	char line[1024];
+	int i;
 
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation,
 	    cli_state_dir(o->state_dir), &iso, e) < 0)
 		return -1;
 	isolate_describe(&iso, line, sizeof line);
-	printf("%s\n", line);
+	printf("%s%s", line, o->writable->no_network ? "; no network (loopback only)" : "");
+	for (i = 0; i < o->writable->n; i++)   /* the operator's own paths */
+		printf("%s%s", i ? ", " : "; also writable: ", o->writable->path[i]);
+	printf("\n");
 	return 0;
 }
 
