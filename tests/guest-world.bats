@@ -154,3 +154,19 @@ net_guest() {
 	assert_output --partial "n3 exited 1"             # the operator's none holds
 	run -64 exec-run --guest-network some isolation
 }
+
+@test "exec-loop --guest-network none passes it to every start: its guests reach nothing" {
+	need_world
+	start_dispatcher
+	local port=${DISP_URL##*:}
+	admin POST /admin/runs "{\"runs\":[$(spec l1 /bin/bash "[\"-c\",\"exec 3<>/dev/tcp/127.0.0.1/$port && echo reached\"]")]}" >/dev/null
+	exec-loop --dispatcher "$DISP_URL" --tick 0.1 --guest-network none 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	local loop=$!
+	wait_until '[ "$(sql "SELECT outcome || \" \" || exit_code FROM receipts WHERE run_id = '"'l1'"'" 2>/dev/null)" = "exited 1" ]' ||
+		fail "$(cat "$BATS_TEST_TMPDIR/loop.err")"
+	kill -TERM "$loop"
+	wait "$loop"
+	grep -q "exec-loop: isolation: .*; no network (loopback only)" "$BATS_TEST_TMPDIR/loop.err"
+	run -64 exec-loop --dispatcher "$DISP_URL" --allow-hook relative/hook
+	assert_output --partial "--allow-hook relative/hook: not an absolute path"
+}
