@@ -167,7 +167,8 @@ world_mkdirs(const char *path)
 	for (i = 1; i <= n; i++)
 		if (buf[i] == '/' || buf[i] == '\0') {
 			buf[i] = '\0';
-			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			/* 0755 whatever the umask: another guest user passes through */
+			if (mkdir(buf, 0755) == 0 ? chmod(buf, 0755) < 0 : errno != EEXIST)
 				return -1;
 			buf[i] = path[i];
 		}
