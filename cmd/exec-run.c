@@ -61,7 +61,8 @@ static const char PROG[] = "exec-run";
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO };
+	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO,
+	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK, OPT_GUEST_NETWORK };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -78,6 +79,9 @@ static const struct option options[] = {
 	{ "isolation", required_argument, NULL, OPT_ISOLATION },
 	{ "guest-user", required_argument, NULL, OPT_GUEST_USER },
 	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
+	{ "guest-writable", required_argument, NULL, OPT_GUEST_WRITABLE },
+	{ "allow-hook", required_argument, NULL, OPT_ALLOW_HOOK },
+	{ "guest-network", required_argument, NULL, OPT_GUEST_NETWORK },
 	{ "chain", no_argument, NULL, OPT_CHAIN },
 	{ "log-fd", required_argument, NULL, OPT_LOG_FD },
 	{ "log-stamps", no_argument, NULL, OPT_LOG_STAMPS },
@@ -117,10 +121,18 @@ static const char USAGE[] =
 	"      --log-stamps       supervise: begin each line with the time (exec-run\n"
 	"                         start tells a detached supervisor so)\n"
 	"      --isolation MODE   keep guests out of the state directory by MODE: auto\n"
-	"                         (default: user with --guest-user, else userns if\n"
-	"                         available, else none), userns, user or none\n"
+	"                         (default, or $EXEC_ISOLATION: user with --guest-user\n"
+	"                         or as root, else userns if available, else none),\n"
+	"                         userns, user or none\n"
 	"      --guest-user USER  run guests as USER (needs root, or CAP_SETUID,\n"
-	"                         CAP_SETGID and CAP_KILL)\n"
+	"                         CAP_SETGID and CAP_KILL; as root the default is\n"
+	"                         execkit-guest, else nobody)\n"
+	"      --guest-writable PATH  let guests write to PATH too (repeatable; also\n"
+	"                         $EXEC_GUEST_WRITABLE, paths separated by ':')\n"
+	"      --guest-network MODE  host (default, or $EXEC_GUEST_NETWORK), or none: every\n"
+	"                         guest in a network namespace with loopback only\n"
+	"      --allow-hook PATH  run the notify hook PATH when a run's policy names it\n"
+	"                         (repeatable; also $EXEC_ALLOW_HOOKS): no other runs\n"
 	"      --require-isolation  refuse to run guests that would not be isolated\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
@@ -140,6 +152,8 @@ struct opts {
 	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd, log_fd;
 	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
+	bool isolation_given;     /* by --isolation, not EXEC_ISOLATION */
+	struct world *writable;   /* the operator's: --guest-writable, EXEC_GUEST_WRITABLE */
 };
 
 /* --- supervise ------------------------------------------------------------ */
@@ -165,6 +179,7 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	struct guest g;
 	struct guest_spec gs = { .program = r->program, .cwd = r->cwd, .args = r->args,
 		.env = r->env, .run_id = r->run_id, .txn_id = r->txn_id, .st = st, .iso = iso,
+		.writable = o->writable, .policy = r->policy,
 		.out_name = names[0], .err_name = names[1], .umask = st->umask_orig,
 		.max_output = (size_t)o->max_output };
 	int rc;
@@ -363,6 +378,7 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation, st->dir, &iso, e) < 0)
 		return -1;
 	say_isolation(&iso, o->run_id);
+	shares_hooks_isolation(&iso);   /* the hooks it runs, as its guests */
 	if ((rc = run_load(st, o->run_id, &r, e)) < 0)
 		return -1;
 	if (rc == 0 && o->ready_fd < 0)
@@ -402,6 +418,7 @@ struct starter {
 	struct state *st;
 	char self[PATH_MAX];
 	struct supspawn sup;   /* what every supervisor of this start is told */
+	char guest_user[64];   /* the default guest user of a root executor */
 	bool opened;           /* a detached one's stdin and log, once */
 	int started;
 	pid_t kids[256];
@@ -467,6 +484,10 @@ start_isolation(const struct opts *o, struct state *st, struct starter *s, struc
 		return -1;
 	say_isolation(&iso, NULL);
 	s->sup.isolation = isolate_mode_name(iso.mode);
+	if (iso.default_user) {
+		snprintf(s->guest_user, sizeof s->guest_user, "%s", iso.user);
+		s->sup.guest_user = s->guest_user;
+	}
 	return 0;
 }
 
@@ -479,12 +500,13 @@ starter_prepare(struct starter *s, struct ek_err *e)
 
 	s->sup = (struct supspawn){ .path = s->self, .prog = PROG, .budget_ms = o->budget_ms,
 		.grace_ms = o->grace_ms, .max_output = o->max_output, .slots = o->slots,
-		.isolation = s->sup.isolation, .guest_user = o->guest_user,
+		.isolation = s->sup.isolation, .guest_user = s->sup.guest_user ? s->sup.guest_user :
+		o->guest_user,
 		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
 		.detached = !o->wait, .in = -1, .log = -1, .ended_fifo = o->ended_fifo };
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
 		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));
-	return 0;
+	return world_to_env(o->writable, e);   /* the operator's writable paths */
 }
 
 /* --wait: what --slots left queued (not due yet included), so that 4 runs
@@ -648,12 +670,16 @@ cmd_isolation(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct isolate iso;
 	char line[1024];
+	int i;
 
 	if (isolate_resolve(o->isolation, o->guest_user, o->require_isolation,
 	    cli_state_dir(o->state_dir), &iso, e) < 0)
 		return -1;
 	isolate_describe(&iso, line, sizeof line);
-	printf("%s\n", line);
+	printf("%s%s", line, o->writable->no_network ? "; no network (loopback only)" : "");
+	for (i = 0; i < o->writable->n; i++)   /* the operator's own paths */
+		printf("%s%s", i ? ", " : "; also writable: ", o->writable->path[i]);
+	printf("\n");
 	return 0;
 }
 
@@ -687,6 +713,53 @@ number(const char *name, const char *arg, int64_t min, int64_t max, int64_t *out
 	return 0;
 }
 
+/* --guest-writable PATH: an existing path, no ':' (EXEC_GUEST_WRITABLE
+ * passes the list on to the supervisors). */
+static int
+writable_opt(struct opts *o, const char *path)
+{
+	struct ek_err e = { 0 };
+	int rc = strchr(path, ':') ? -1 : world_add(o->writable, path, &e);
+
+	if (rc == 0 || (rc > 0 && o->writable->n > WORLD_OPERATOR_MAX))
+		return cli_usage_error(PROG, "--guest-writable %.200s: %s", path, rc ? "too many paths" :
+		    "no such file or directory");
+	if (rc < 0)
+		return cli_usage_error(PROG, "--guest-writable %.200s: %s", path, e.code ? e.msg :
+		    "':' cannot be in a path");
+	return 0;
+}
+
+/* --allow-hook PATH: added to EXEC_ALLOW_HOOKS, which the supervisors
+ * inherit and the hooks' publishers read (hooks.c). */
+static int
+allow_hook(const char *path)
+{
+	struct ek_err e = { 0 };
+
+	return shares_allow_hook(path, &e) < 0 ? cli_usage_error(PROG, "--allow-hook %.200s: %s", path,
+	    e.msg) : 0;
+}
+
+/* EXEC_ISOLATION (the default --isolation), EXEC_GUEST_WRITABLE and
+ * EXEC_GUEST_NETWORK. */
+static int
+env_defaults(struct opts *o)
+{
+	static struct world operator_world;   /* one a process: nothing to free */
+	const char *mode = getenv("EXEC_ISOLATION");
+	struct ek_err e = { 0 };
+
+	if (mode && *mode && isolate_parse_mode(mode, &o->isolation) < 0)
+		return cli_usage_error(PROG, "EXEC_ISOLATION: '%.200s' is not one of auto, userns, user, "
+		    "none", mode);
+	o->writable = &operator_world;
+	world_init(o->writable);
+	if (world_from_env(o->writable, &e) < 0)
+		return cli_usage_error(PROG, "%s", e.msg);
+	return 0;
+}
+
 static int
 parse_opt(int c, struct opts *o, char **argv)
 {
@@ -705,11 +778,18 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
 	case OPT_READY_FD: return number("ready-fd", optarg, 3, 1024, &o->ready_fd);
 	case OPT_GUEST_USER: o->guest_user = optarg; return 0;
+	case OPT_GUEST_WRITABLE: return writable_opt(o, optarg);
+	case OPT_ALLOW_HOOK: return allow_hook(optarg);
+	case OPT_GUEST_NETWORK:
+		if (world_parse_network(optarg, &o->writable->no_network) < 0)
+			return cli_usage_error(PROG, "--guest-network: '%.100s' is not host or none", optarg);
+		return 0;
 	case OPT_REQUIRE_ISOLATION: o->require_isolation = 1; return 0;
 	case OPT_ISOLATION:
 		if (isolate_parse_mode(optarg, &o->isolation) < 0)
 			return cli_usage_error(PROG, "--isolation: '%s' is not one of auto, userns, user, none",
 			    optarg);
+		o->isolation_given = true;
 		return 0;
 	default: return cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json);
 	}
@@ -723,6 +803,8 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .ready_fd = -1, .log_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS,
 		.grace_ms = 2000, .max_output = 1 << 20, .timeout_ms = 60000 };
+	if ((rc = env_defaults(o)) != 0)
+		return rc;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1)
 		if ((rc = parse_opt(c, o, argv)) != 0)
@@ -750,6 +832,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--ended-fifo %.200s: not a fifo", o->ended_fifo);
 	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)
 		return cli_usage_error(PROG, "--log-fd %lld: not an open descriptor", (long long)o->log_fd);
+	if (o->guest_user && !o->isolation_given)
+		o->isolation = ISOLATE_AUTO;   /* EXEC_ISOLATION is a default: --guest-user says more */
 	if (o->isolation == ISOLATE_USER && !o->guest_user)
 		return cli_usage_error(PROG, "--isolation user needs --guest-user USER");
 	if (o->guest_user && (o->isolation == ISOLATE_USERNS || o->isolation == ISOLATE_NONE))

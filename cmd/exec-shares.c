@@ -317,6 +317,7 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
+	shares_hooks_isolation(NULL);   /* its hooks isolated as exec-run's guests would be */
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
 	rc = o.cmd->run(&st, &o, &e);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +26,29 @@ void
 contain_init(struct contain *c)
 {
 	c->parent_fd = c->dir_fd = -1;
+	c->v1_parent[0] = c->v1_parent[1] = c->v1_procs[0] = c->v1_procs[1] = -1;
 	c->name[0] = c->path[0] = '\0';
 }
 
 void
 contain_close(struct contain *c)
 {
+	int i;
+
 	if (c->dir_fd >= 0)
 		close(c->dir_fd);
 	if (c->parent_fd >= 0)
 		close(c->parent_fd);
+	for (i = 0; i < 2; i++) {
+		if (c->v1_procs[i] >= 0)
+			close(c->v1_procs[i]);
+		if (c->v1_parent[i] >= 0) {
+			/* Empty by now (cgroup.kill) where there is a v2 cgroup: else
+			 * rmdir fails, and it is left. */
+			unlinkat(c->v1_parent[i], c->name, AT_REMOVEDIR);
+			close(c->v1_parent[i]);
+		}
+	}
 	contain_init(c);
 }
 
@@ -208,6 +222,135 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
 	if (faccessat(c->dir_fd, "cgroup.kill", W_OK, 0) < 0)
 		return give_up(c, true, e, "no cgroup.kill (Linux 5.14 or later) in", c->path, errno);
 	return 0;
+}
+
+/* --- resource limits ------------------------------------------------------------ */
+
+/* The v1 hierarchy of controller ctl: its mount point and root (mountinfo:
+ * fstype "cgroup", ctl among the super options), and our cgroup in it
+ * (/proc/self/cgroup: "N:ctl,...:PATH"): its directory in dir. */
+static int
+v1_dir(const char *ctl, char *dir, size_t size)
+{
+	char *line = NULL, *sep, *save, *field[5], *opt, mnt[PATH_MAX] = "", root[PATH_MAX] = "";
+	size_t cap = 0, n = strlen(ctl), i;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	const char *rest = NULL;
+
+	while (f && !mnt[0] && getline(&line, &cap, f) > 0) {
+		if (!(sep = strstr(line, " - cgroup ")) || !(opt = strrchr(sep, ' ')))
+			continue;
+		for (opt++; *opt && !mnt[0]; opt += strcspn(opt, ","), opt += *opt == ',')
+			if (strncmp(opt, ctl, n) == 0 && (opt[n] == ',' || opt[n] == '\n' || !opt[n])) {
+				*sep = '\0';
+				for (i = 0; i < 5; i++)
+					field[i] = strtok_r(i ? NULL : line, " ", &save);
+				if (field[4] && strlen(field[4]) < PATH_MAX && strlen(field[3]) < PATH_MAX) {
+					unescape(field[3]);
+					unescape(field[4]);
+					strcpy(root, field[3]);
+					strcpy(mnt, field[4]);
+				}
+				break;
+			}
+	}
+	if (f)
+		fclose(f);
+	f = mnt[0] ? fopen("/proc/self/cgroup", "re") : NULL;
+	while (f && !rest && getline(&line, &cap, f) > 0) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!(sep = strchr(line, ':')) || !(opt = strchr(sep + 1, ':')))
+			continue;
+		*opt = '\0';
+		for (sep++; *sep && !rest; sep += strcspn(sep, ","), sep += *sep == ',')
+			if (strncmp(sep, ctl, n) == 0 && (sep[n] == ',' || !sep[n]))
+				rest = opt + 1;
+	}
+	if (f)
+		fclose(f);
+	n = strcmp(root, "/") == 0 ? 0 : strlen(root);
+	if (rest && strncmp(rest, root, n) == 0)
+		rest += n;
+	i = rest && snprintf(dir, size, "%s%s", mnt, strcmp(rest, "/") == 0 ? "" : rest) < (int)size;
+	free(line);
+	return i ? 0 : -1;
+}
+
+/* Write value into file of directory fd: 0, or -1 (errno). */
+static int
+write_value(int fd, const char *file, int64_t value)
+{
+	char buf[32];
+	int f = openat(fd, file, O_WRONLY | O_CLOEXEC), n = snprintf(buf, sizeof buf, "%lld",
+	    (long long)value), rc, err;
+
+	if (f < 0)
+		return -1;
+	rc = write(f, buf, (size_t)n) == n ? 0 : -1;
+	err = errno;
+	close(f);
+	errno = err;
+	return rc;
+}
+
+/* Limit i (0 pids, 1 memory) in a v1 cgroup of c's name: 0, or -1 (why). */
+static int
+limit_v1(struct contain *c, int i, int64_t value, char *why, size_t n)
+{
+	static const char *const ctl[] = { "pids", "memory" }, *const file[] = { "pids.max",
+		"memory.limit_in_bytes" };
+	char dir[PATH_MAX];
+	int fd = -1;
+
+	if (v1_dir(ctl[i], dir, sizeof dir) < 0) {
+		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", ctl[i]);
+		return -1;
+	}
+	if ((c->v1_parent[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		remove_stale(c->v1_parent[i]);
+	if (c->v1_parent[i] < 0 || (mkdirat(c->v1_parent[i], c->name, 0755) < 0 && errno != EEXIST) ||
+	    (fd = openat(c->v1_parent[i], c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    write_value(fd, file[i], value) < 0 ||
+	    (c->v1_procs[i] = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
+		snprintf(why, n, "cannot set %s in '%.200s/%.100s': %s", file[i], dir, c->name,
+		    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+contain_limit(struct contain *c, const char *name, const struct contain_limits *l,
+    struct ek_err *warn)
+{
+	static const char *const v2[] = { "pids.max", "memory.max" };
+	int64_t value[2] = { l->pids_max, l->memory_max };
+	char why[2][PATH_MAX + 128] = { "", "" };
+	int i;
+
+	if (!c->name[0] && snprintf(c->name, sizeof c->name, "%s%s", CONTAIN_PREFIX, name) >=
+	    (int)sizeof c->name)
+		return ek_fail(warn, EK_UNAVAILABLE, "cgroup name too long");
+	for (i = 0; i < 2; i++)
+		if (value[i] > 0 && (c->dir_fd < 0 || write_value(c->dir_fd, v2[i], value[i]) < 0))
+			limit_v1(c, i, value[i], why[i], sizeof why[i]);
+	if (!why[0][0] && !why[1][0])
+		return 0;
+	return ek_fail(warn, EK_UNAVAILABLE, "%s%s%s", why[0], why[0][0] && why[1][0] ? "; " : "",
+	    why[1]);
+}
+
+void
+contain_child_join(const struct contain *c)
+{
+	int i;
+
+	for (i = 0; c && i < 2; i++)
+		if (c->v1_procs[i] >= 0)
+			(void)!write(c->v1_procs[i], "0", 1);
 }
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)

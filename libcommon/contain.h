@@ -34,7 +34,29 @@ struct contain {
 	int dir_fd;                  /* the guest's cgroup directory, or -1: no cgroup */
 	char name[NAME_MAX + 1];     /* its name under the parent */
 	char path[PATH_MAX];         /* its full path, for messages */
+	/* Where a limit's controller is only in a cgroup v1 hierarchy (pids,
+	 * memory): a cgroup of the same name there, which the child joins. */
+	int v1_parent[2], v1_procs[2];
 };
+
+/* A guest's resource limits (0: none), in its cgroup. */
+struct contain_limits {
+	int64_t pids_max;            /* processes and threads at once */
+	int64_t memory_max;          /* bytes */
+};
+#define CONTAIN_PIDS_MAX 1024             /* the defaults: doc/security.md */
+#define CONTAIN_MEMORY_MAX (2LL << 30)
+
+/* Apply l to c: in its cgroup v2 directory where the controller is
+ * enabled there, else in a cgroup CONTAIN_PREFIX + name in the
+ * controller's v1 hierarchy (the child joins it: contain_child_join).  0 every limit
+ * applied, or -1 (warn says which is not and why; the others are). */
+int contain_limit(struct contain *c, const char *name, const struct contain_limits *l,
+    struct ek_err *warn);
+
+/* In the child, before it drops privileges: join c's v1 cgroups.  System
+ * calls only. */
+void contain_child_join(const struct contain *c);
 
 /* An empty c: no cgroup, no descriptor. */
 void contain_init(struct contain *c);

@@ -124,6 +124,8 @@ struct child_view {
 /* What the child needs, in the parent's memory. */
 struct child_args {
 	const struct guest_spec *gs;
+	const struct world *world;   /* where it may write */
+	const struct contain *cg;    /* the cgroups it joins itself (v1) */
 	char **argv, **envp;
 	int out, err, fail;
 	const struct child_view *view;
@@ -148,7 +150,8 @@ child(void *arg)
 	umask(a->gs->umask);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
 		goto fail;
-	if (isolate_enter(a->gs->iso, a->gs->st->dir, a->view->path, a->view->fd, &f.step) < 0)
+	contain_child_join(a->cg);   /* while it still may */
+	if (isolate_enter(a->gs->iso, a->world, a->gs->st->dir, a->view->path, a->view->fd, &f.step) < 0)
 		goto fail;
 	if (chdir(a->gs->cwd ? a->gs->cwd : "/") < 0)
 		goto fail;
@@ -189,10 +192,14 @@ warn(struct guest *g, const char *fmt, ...)
 	g->warn.code = EK_OSERR;
 }
 
-/* Before the fork: become a subreaper, and make the guest's cgroup. */
+/* Before the fork: become a subreaper, and make the guest's cgroup, its
+ * limits set (the policy's pids_max and memory_max, else the defaults). */
 static void
 contain_prepare(const struct guest_spec *gs, struct guest *g)
 {
+	json_t *pids = json_object_get(gs->policy, "pids_max"), *mem = json_object_get(gs->policy, "memory_max");
+	struct contain_limits l = { pids ? json_integer_value(pids) : CONTAIN_PIDS_MAX,
+		mem ? json_integer_value(mem) : CONTAIN_MEMORY_MAX };
 	char name[NAME_MAX + 1];
 	struct ek_err e = { 0 };
 
@@ -201,6 +208,8 @@ contain_prepare(const struct guest_spec *gs, struct guest *g)
 	snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
 	if (contain_cgroup_create(&g->cg, name, &e) < 0)
 		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+	if (contain_limit(&g->cg, name, &l, &e) < 0)
+		warn(g, "its resource limits are not all set: %s", e.msg);
 }
 
 /* After the guest is reaped: end everything it left, wherever it went. */
@@ -291,6 +300,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, fail[2] = { -1, -1 };
 	char **argv = build_argv(gs), **envp = NULL, **our_env = environ, limits[PATH_MAX];
+	struct world *world = NULL;
 	struct child_view view;
 	struct child_args args;
 	struct ek_err ignored, moved = { 0 };
@@ -307,7 +317,8 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	view.fd = -1;
 	if (open_view(gs, &view, limits, sizeof limits, e) < 0)
 		goto fail;
-	if (!argv || !(envp = build_env(gs, limits))) {
+	if (!argv || !(envp = build_env(gs, limits)) ||
+	    !(world = world_for_run(gs->writable, gs->policy, gs->cwd))) {
 		ek_fail(e, EK_OSERR, "out of memory");
 		goto fail;
 	}
@@ -316,7 +327,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	contain_prepare(gs, g);
 	if (make_pipes(out, err, fail, e) < 0)
 		goto fail;
-	args = (struct child_args){ gs, argv, envp, out[1], err[1], fail[1], &view };
+	args = (struct child_args){ gs, world, &g->cg, argv, envp, out[1], err[1], fail[1], &view };
 	g->pid = contain_spawn(&g->cg, child, &args, &moved);
 	environ = our_env;
 	if (g->pid < 0) {
@@ -334,6 +345,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	g->pidfd = (int)syscall(SYS_pidfd_open, g->pid, 0);
 	free_vec(argv, 0);
 	free_vec(envp, 1);
+	free(world);
 	if (view.fd >= 0)
 		close(view.fd);
 	if ((rc = exec_result(fail[0], &step)) == 0 || step == 0)
@@ -353,6 +365,7 @@ fail:
 	guest_close(g);
 	free_vec(argv, 0);
 	free_vec(envp, 1);
+	free(world);
 	return -1;
 }
 

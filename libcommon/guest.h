@@ -16,8 +16,10 @@
  * the group, SIGKILL after the grace period.
  *
  * Isolation (isolate.h): between fork and exec the child enters the
- * isolation its spec names (always PR_SET_NO_NEW_PRIVS).  If it cannot,
- * the guest does not run: guest_spawn() fails and says which step failed.
+ * isolation its spec names (always PR_SET_NO_NEW_PRIVS), and its world
+ * (world.h): where it may write, the operator's writable paths, the run's
+ * policy's and its working directory added.  If it cannot, the guest does
+ * not run: guest_spawn() fails and says which step failed.
  *
  * Containment (contain.h): guest_spawn() makes the caller a child subreaper
  * and, where the caller's cgroup v2 directory is writable, starts the guest
@@ -41,6 +43,7 @@
 #include "contain.h"
 #include "err.h"
 #include "isolate.h"
+#include "world.h"
 #include "state.h"
 
 struct guest_spec {
@@ -49,6 +52,8 @@ struct guest_spec {
 	const char *run_id, *txn_id;
 	const struct state *st;          /* where its capture files and its view are */
 	const struct isolate *iso;       /* how it is kept out of the state directory */
+	const struct world *writable;    /* where the operator lets every guest write (world.h) */
+	json_t *policy;                  /* the run's ("writable" widens its world) */
 	const char *out_name, *err_name; /* its capture files: "out/RUN_ID.stdout", ... */
 	mode_t umask;
 	size_t max_output;

@@ -20,6 +20,7 @@
 
 #include "contain.h"
 #include "isolate.h"
+#include "world.h"
 
 static const char *const mode_names[] = {
 	[ISOLATE_AUTO] = "auto", [ISOLATE_NONE] = "none", [ISOLATE_USERNS] = "userns",
@@ -30,7 +31,7 @@ static const char *const mode_names[] = {
 enum step { S_NONE, S_DUMPABLE, S_UNSHARE, S_SETGROUPS_DENY, S_UID_MAP, S_GID_MAP, S_PRIVATE,
 	S_VIEW_OPEN, S_TMPFS, S_VIEW_DIR, S_VIEW_BIND, S_VIEW_RDONLY, S_TMPFS_RDONLY, S_SETGROUPS,
 	S_SETGID, S_SETUID, S_NO_NEW_PRIVS, S_LANDLOCK, S_BOUNDING, S_AMBIENT, S_CAPSET, S_VIEW_FD,
-	S_TOO_LONG };
+	S_NEWNS, S_TMP, S_WRITABLE_DIR, S_WRITABLE_BIND, S_STATE_DIR, S_NETNS, S_TOO_LONG };
 
 static const char *const step_names[] = {
 	[S_NONE] = "nothing",
@@ -55,6 +56,12 @@ static const char *const step_names[] = {
 	[S_AMBIENT] = "clear the ambient capabilities",
 	[S_CAPSET] = "drop every capability",
 	[S_VIEW_FD] = "keep the guest's view descriptor",
+	[S_NEWNS] = "unshare(CLONE_NEWNS)",
+	[S_TMP] = "mount a private tmpfs over /tmp, /var/tmp or /dev/shm",
+	[S_WRITABLE_DIR] = "make the mount point of a writable path",
+	[S_WRITABLE_BIND] = "bind a writable path into a private directory",
+	[S_STATE_DIR] = "make the state directory's mount point",
+	[S_NETNS] = "enter a network namespace with loopback only",
 	[S_TOO_LONG] = "build a path (too long)",
 };
 
@@ -92,47 +99,6 @@ at(int *step, int s)
 }
 
 /* --- Landlock and capabilities ---------------------------------------------- */
-
-/* The ruleset attribute of Landlock ABI 6 (older headers lack "scoped"). */
-struct landlock_attr {
-	uint64_t handled_access_fs, handled_access_net, scoped;
-};
-#define LANDLOCK_VERSION_FLAG (1U << 0)   /* LANDLOCK_CREATE_RULESET_VERSION */
-#define LANDLOCK_SCOPE_SIGNALS (1ULL << 1) /* LANDLOCK_SCOPE_SIGNAL */
-
-static int
-landlock_abi(void)
-{
-#ifdef SYS_landlock_create_ruleset
-	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_VERSION_FLAG);
-
-	return v > 0 ? (int)v : 0;
-#else
-	return 0;
-#endif
-}
-
-/* Enter a domain that only scopes signals: nothing outside it can be
- * signalled from inside.  Needs PR_SET_NO_NEW_PRIVS first. */
-static int
-landlock_scope_signals(void)
-{
-#ifdef SYS_landlock_create_ruleset
-	struct landlock_attr attr = { .scoped = LANDLOCK_SCOPE_SIGNALS };
-	int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0), rc, err;
-
-	if (fd < 0)
-		return -1;
-	rc = (int)syscall(SYS_landlock_restrict_self, fd, 0);
-	err = errno;
-	close(fd);
-	errno = err;
-	return rc;
-#else
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 /* Effective capability cap (a CAP_* number below 32)? */
 static bool
@@ -199,12 +165,28 @@ kept_flags(const char *path, unsigned long extra)
 	return f;
 }
 
-/* userns: a user namespace that maps our ids to themselves, a mount
- * namespace where a read-only tmpfs hides state_dir and out/ in it is the
- * guest's view directory, read-only. */
+/* The guest's private /tmp, /var/tmp and /dev/shm, and what w binds back
+ * into them (world.h), in the mount namespace we are in. */
 static int
-enter_userns(const struct isolate *iso, const char *state_dir, const char *view, int *step)
+enter_world(const struct world *w, int *step)
 {
+	int ws = 0;
+
+	if (w && world_private(w, &ws) < 0)
+		return at(step, ws == WORLD_TMPFS ? S_TMP : ws == WORLD_MKDIR ? S_WRITABLE_DIR :
+		    S_WRITABLE_BIND);
+	return 0;
+}
+
+/* userns: a user namespace that maps our ids to themselves, a mount
+ * namespace with the guest's private directories (w) where a read-only
+ * tmpfs hides state_dir and out/ in it is the guest's view directory,
+ * read-only. */
+static int
+enter_userns(const struct isolate *iso, const struct world *w, const char *state_dir,
+    const char *view, int *step)
+{
+	struct stat sb;
 	char map[64], out[PATH_MAX], fdpath[64];
 	int fd;
 
@@ -231,6 +213,12 @@ enter_userns(const struct isolate *iso, const char *state_dir, const char *view,
 	if ((fd = open(view, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return at(step, S_VIEW_OPEN);
 	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+	if (enter_world(w, step) < 0)
+		return -1;
+	/* A state directory in a private /tmp is not there any more, but the
+	 * guest's view keeps its path (EXEC_LIMITS_FILE): its mount point. */
+	if (stat(state_dir, &sb) < 0 && world_mkdirs(state_dir) < 0)
+		return at(step, S_STATE_DIR);
 	if (mount("execkit", state_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    "mode=0755,size=16k,nr_inodes=8") < 0)
 		return at(step, S_TMPFS);
@@ -251,8 +239,17 @@ enter_userns(const struct isolate *iso, const char *state_dir, const char *view,
  * themselves: glibc's wrappers change every thread of a process that has
  * several, and a child that shares our memory would change ours. */
 static int
-enter_user(const struct isolate *iso, int *step)
+enter_user(const struct isolate *iso, const struct world *w, int *step)
 {
+	/* As root, a mount namespace for its private directories first. */
+	if (w && iso->newns) {
+		if (unshare(CLONE_NEWNS) < 0)
+			return at(step, S_NEWNS);
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			return at(step, S_PRIVATE);
+		if (enter_world(w, step) < 0)
+			return -1;
+	}
 	if (syscall(SYS_setgroups, (size_t)iso->ngroups, iso->groups) < 0)
 		return at(step, S_SETGROUPS);
 	if (syscall(SYS_setresgid, iso->gid, iso->gid, iso->gid) < 0)
@@ -263,21 +260,25 @@ enter_user(const struct isolate *iso, int *step)
 }
 
 int
-isolate_enter(const struct isolate *iso, const char *state_dir, const char *view, int view_fd,
-    int *step)
+isolate_enter(const struct isolate *iso, const struct world *w, const char *state_dir,
+    const char *view, int view_fd, int *step)
 {
 	*step = S_NONE;
-	if (iso->mode == ISOLATE_USERNS && enter_userns(iso, state_dir, view, step) < 0)
+	if (iso->mode == ISOLATE_USERNS && enter_userns(iso, w, state_dir, view, step) < 0)
 		return -1;
+	/* No network: with the privilege userns gives, or root's before user
+	 * drops it (none: only as root; else the guest does not run). */
+	if (w && w->no_network && world_no_network() < 0)
+		return at(step, S_NETNS);
 	if (iso->mode == ISOLATE_USER && fcntl(view_fd, F_SETFD, 0) < 0)
 		return at(step, S_VIEW_FD);
-	if (iso->mode == ISOLATE_USER && enter_user(iso, step) < 0)
+	if (iso->mode == ISOLATE_USER && enter_user(iso, w, step) < 0)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return at(step, S_NO_NEW_PRIVS);
 	if (iso->mode == ISOLATE_NONE)
 		return 0;
-	if (iso->landlock >= ISOLATE_LANDLOCK_SIGNALS && landlock_scope_signals() < 0)
+	if (world_landlock(w, iso->landlock, true) < 0)
 		return at(step, S_LANDLOCK);
 	/* userns: uid 0 in the namespace (an executor run as root) would get
 	 * every capability in it back at exec, and with them could unmount the
@@ -333,7 +334,7 @@ probe_child(void *arg)
 	const struct probe_args *a = arg;
 	int msg[2] = { 0, 0 };
 
-	if (isolate_enter(a->iso, a->dir, a->dir, -1, &msg[1]) < 0) {
+	if (isolate_enter(a->iso, NULL, a->dir, a->dir, -1, &msg[1]) < 0) {
 		msg[0] = errno;
 		(void)!write(a->fd, msg, sizeof msg);
 	}
@@ -412,7 +413,27 @@ resolve_user(const char *name, struct isolate *iso, struct ek_err *e)
 		return ek_fail(e, ISOLATE_REFUSED, "--guest-user: '%s' is in more than %d groups", name,
 		    ISOLATE_GROUPS_MAX);
 	iso->ngroups = n;
+	/* A mount namespace for its private /tmp needs CAP_SYS_ADMIN. */
+	iso->newns = geteuid() == 0 || has_cap(CAP_SYS_ADMIN);
 	return 0;
+}
+
+/* user, as root with no --guest-user: the first default guest user that
+ * exists, or refuse (guests would write as root everywhere). */
+static int
+resolve_default_user(struct isolate *iso, struct ek_err *e)
+{
+	static const char *const users[] = ISOLATE_DEFAULT_USERS;
+	size_t i;
+
+	for (i = 0; i < sizeof users / sizeof users[0]; i++)
+		if (getpwnam(users[i])) {
+			iso->default_user = true;
+			return resolve_user(users[i], iso, e);
+		}
+	return ek_fail(e, ISOLATE_REFUSED, "running as root, guests would run as root: no guest user "
+	    "(%s, %s) exists; name one with --guest-user USER, or choose --isolation userns or none",
+	    users[0], users[1]);
 }
 
 int
@@ -420,10 +441,13 @@ isolate_resolve(enum isolate_mode want, const char *guest_user, bool require,
     const char *state_dir, struct isolate *iso, struct ek_err *e)
 {
 	memset(iso, 0, sizeof *iso);
-	iso->landlock = landlock_abi();
+	iso->landlock = world_landlock_abi();
 	iso->uid = geteuid();
 	iso->gid = getegid();
-	iso->mode = want == ISOLATE_AUTO ? (guest_user ? ISOLATE_USER : ISOLATE_USERNS) : want;
+	iso->mode = want == ISOLATE_AUTO ? (guest_user || geteuid() == 0 ? ISOLATE_USER :
+	    ISOLATE_USERNS) : want;
+	if (iso->mode == ISOLATE_USER && !guest_user && want == ISOLATE_AUTO)
+		return resolve_default_user(iso, e);
 	if (iso->mode == ISOLATE_USER)
 		return resolve_user(guest_user ? guest_user : "", iso, e);
 	if (iso->mode == ISOLATE_NONE)
@@ -444,20 +468,26 @@ isolate_resolve(enum isolate_mode want, const char *guest_user, bool require,
 void
 isolate_describe(const struct isolate *iso, char *buf, size_t n)
 {
-	char sig[128];
+	char sig[256];
 
 	if (iso->landlock >= ISOLATE_LANDLOCK_SIGNALS)
-		snprintf(sig, sizeof sig, "they cannot signal processes outside (Landlock ABI %d)",
-		    iso->landlock);
+		snprintf(sig, sizeof sig, "they write only to their working directory, private "
+		    "directories and the paths made writable, and cannot signal processes outside "
+		    "(Landlock ABI %d)", iso->landlock);
 	else
-		snprintf(sig, sizeof sig, "they can still signal any process of their uid (Landlock "
-		    "ABI %d; scoping signals needs %d)", iso->landlock, ISOLATE_LANDLOCK_SIGNALS);
+		snprintf(sig, sizeof sig, "%sthey can still signal any process of their uid (Landlock "
+		    "ABI %d; scoping signals needs %d)", iso->landlock >= 1 ? "they write only to their "
+		    "working directory, private directories and the paths made writable; " :
+		    "their writes are not limited by Landlock; ", iso->landlock, ISOLATE_LANDLOCK_SIGNALS);
 	if (iso->mode == ISOLATE_USER)
-		snprintf(buf, n, "user: guests run as '%s' (uid %u), shut out of the state directory; %s",
-		    iso->user, (unsigned)iso->uid, sig);
+		snprintf(buf, n, "user: guests run as '%s' (uid %u%s), shut out of the state directory, "
+		    "%s; %s", iso->user, (unsigned)iso->uid, iso->default_user ? ", the default guest user "
+		    "of a root executor" : "", iso->newns ? "with a private /tmp, /var/tmp and /dev/shm" :
+		    "sharing /tmp, /var/tmp and /dev/shm (a private one needs CAP_SYS_ADMIN)", sig);
 	else if (iso->mode == ISOLATE_USERNS)
-		snprintf(buf, n, "userns: guests run in user and mount namespaces of their own, the state "
-		    "directory hidden; %s", sig);
+		snprintf(buf, n, "userns: guests run in user and mount namespaces of their own%s, the "
+		    "state directory hidden, a private /tmp, /var/tmp and /dev/shm; %s",
+		    iso->uid == 0 ? " (as uid 0 in theirs, without capabilities)" : "", sig);
 	else
 		snprintf(buf, n, "none: guests are not isolated (%s): they run as uid %u and can read "
 		    "the state directory", iso->why, (unsigned)geteuid());

@@ -50,6 +50,7 @@
 
 #include "err.h"
 #include "state.h"
+#include "world.h"
 
 /* Isolation cannot be what was asked: EX_CONFIG (78), the code it shares
  * with EK_VERSION (a configuration the tool refuses to run with). */
@@ -58,12 +59,17 @@
 #define ISOLATE_VIEW_SUFFIX ".guest"   /* out/RUN_ID.guest/: the guest's view */
 #define ISOLATE_GROUPS_MAX 64
 #define ISOLATE_LANDLOCK_SIGNALS 6     /* the Landlock ABI that scopes signals */
+/* The guest user of a root executor that names none, the first that
+ * exists: a dedicated one, else nobody. */
+#define ISOLATE_DEFAULT_USERS { "execkit-guest", "nobody" }
 
 enum isolate_mode { ISOLATE_AUTO, ISOLATE_NONE, ISOLATE_USERNS, ISOLATE_USER };
 
 struct isolate {
 	enum isolate_mode mode;        /* resolved: NONE, USERNS or USER */
 	bool fallback;                 /* NONE because AUTO found nothing else */
+	bool newns;                    /* USER: we may make the guest a mount namespace (root) */
+	bool default_user;             /* USER: chosen because we are root (ISOLATE_DEFAULT_USERS) */
 	int landlock;                  /* the kernel's Landlock ABI, 0 if none */
 	uid_t uid;                     /* USERNS: the executor's; USER: the guest user's */
 	gid_t gid;
@@ -82,7 +88,11 @@ int isolate_parse_mode(const char *s, enum isolate_mode *m);
 
 /* Decide how guests of the state directory state_dir are isolated: want,
  * or with ISOLATE_AUTO the strongest available (user when guest_user is
- * set, else userns, else none).  The probe of userns enters it for real in
+ * set or we are root, else userns, else none).  A root executor whose
+ * guests would otherwise run as root (AUTO, no guest_user) runs them as
+ * the first of ISOLATE_DEFAULT_USERS that exists, or refuses: guests never
+ * run as uid 0 outside a user namespace but when asked for (--isolation
+ * none; userns keeps uid 0 inside one, without capabilities).  The probe of userns enters it for real in
  * a throwaway child.  0 (iso filled), or -1 (e filled; ISOLATE_REFUSED when
  * want is not available, or require is set and only none is). */
 int isolate_resolve(enum isolate_mode want, const char *guest_user, bool require,
@@ -109,12 +119,15 @@ int isolate_view_create(const struct state *st, const struct isolate *iso, const
 void isolate_view_remove(const struct state *st, const char *run_id);
 
 /* In the guest's child, after fork, before exec, with its descriptors in
- * place: enter iso.  state_dir is hidden; view is the path of the guest's
+ * place: enter iso.  w (world.h) is where the guest may write: its private
+ * /tmp, /var/tmp and /dev/shm are mounted (userns; user where iso->newns)
+ * and Landlock limits its writes to them and w's paths (user and userns;
+ * NULL: neither, writes are not limited).  state_dir is hidden; view is the path of the guest's
  * view directory (userns); view_fd its descriptor, kept open for the guest
  * (user).  0, or -1 (errno set, *step = what failed, for
  * isolate_step_name).  Allocates nothing. */
-int isolate_enter(const struct isolate *iso, const char *state_dir, const char *view, int view_fd,
-    int *step);
+int isolate_enter(const struct isolate *iso, const struct world *w, const char *state_dir,
+    const char *view, int view_fd, int *step);
 
 /* What step (from isolate_enter) failed, in words. */
 const char *isolate_step_name(int step);

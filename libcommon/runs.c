@@ -1,5 +1,6 @@
 /* runs — see runs.h and lifecycle.h. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "session.h"
 #include "shares.h"
 #include "text.h"
+#include "world.h"
 
 #define ARG_MAX_COUNT 1024
 #define ARG_MAX_BYTES 32768
@@ -108,6 +110,23 @@ check_env(json_t *env, struct ek_err *e)
 	return 0;
 }
 
+/* policy.writable: where its guest may write besides its own (world.h). */
+static int
+check_writable(json_t *w, struct ek_err *e)
+{
+	json_t *v;
+	size_t i;
+
+	if (!w)
+		return 0;
+	if (!json_is_array(w) || json_array_size(w) > WORLD_POLICY_MAX)
+		return bad(e, "policy.writable", "must be an array of at most 16 paths");
+	json_array_foreach(w, i, v)
+		if (!json_is_string(v) || json_string_value(v)[0] != '/' || json_string_length(v) >= PATH_MAX)
+			return bad(e, "policy.writable", "every path must be absolute");
+	return 0;
+}
+
 static int
 check_policy(json_t *p, struct ek_err *e)
 {
@@ -130,7 +149,16 @@ check_policy(json_t *p, struct ek_err *e)
 		return bad(e, "policy.notify", "must be the absolute path of a program");
 	if ((v = json_object_get(p, "cost")) && (!json_is_integer(v) || json_integer_value(v) < 0))
 		return bad(e, "policy.cost", "must be a whole number >= 0");
-	return 0;
+	if ((v = json_object_get(p, "pids_max")) && (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > 4194304))
+		return bad(e, "policy.pids_max", "must be a whole number from 1 to 4194304");
+	if ((v = json_object_get(p, "memory_max")) && (!json_is_integer(v) ||
+	    json_integer_value(v) < 1048576))
+		return bad(e, "policy.memory_max", "must be a whole number of bytes >= 1048576");
+	if ((v = json_object_get(p, "network")) && (!json_is_string(v) ||
+	    world_parse_network(json_string_value(v), &(bool){ false }) < 0))
+		return bad(e, "policy.network", "must be \"none\" or \"host\"");
+	return check_writable(json_object_get(p, "writable"), e);
 }
 
 static int

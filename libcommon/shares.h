@@ -124,4 +124,16 @@ int shares_dims(struct state *st, int (*fn)(const struct share_dim *, void *), v
 /* <state>/out/RUN_ID.limits; -1 if it does not fit. */
 int shares_limits_path(const struct state *st, const char *run_id, char *buf, size_t n);
 
+/* This process runs notify hooks (none until it calls this), isolated as
+ * iso says (a supervisor's guests' isolation); with iso NULL, resolved
+ * (EXEC_ISOLATION, else auto) when it first runs one.  Hooks run only when
+ * allowed (EXEC_ALLOW_HOOKS) and, without isolation, only with
+ * EXEC_UNISOLATED_HOOKS=1 (hooks.c). */
+struct isolate;
+void shares_hooks_isolation(const struct isolate *iso);
+
+/* Allow the hook at path (absolute, no ':'): added to EXEC_ALLOW_HOOKS, for
+ * this process and those it starts.  0, or -1 (e filled). */
+int shares_allow_hook(const char *path, struct ek_err *e);
+
 #endif

@@ -27,6 +27,13 @@ struct pub {
 void shares_note_fail(struct shares_note *note, const char *run_id, const char *what,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+struct contain;
+
+/* Start p's hook (hookspawn.c, once shares_hooks_isolation is called):
+ * 0, or -1 (why filled). */
+extern int (*shares_hook_spawner)(struct state *st, struct pub *p, struct contain *cg, char *why,
+    size_t whyn);
+
 /* Run the hooks of pubs (not skip's) at once; wait SHARES_HOOK_MS for all,
  * then kill the rest.  Failures go to note; none is fatal. */
 void shares_hooks_run(struct state *st, struct pub *pubs, size_t n, const char *skip,

@@ -156,9 +156,16 @@ cgroup_probe() {
 	ready cg2 /bin/cat '["/proc/self/cgroup"]'
 	# (LeakSanitizer cannot work under ptrace: leaks are checked elsewhere)
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-		strace -f -e trace=clone3,openat -o "$BATS_TEST_TMPDIR/trace" exec-run supervise cg2 >/dev/null
+		strace -f -e trace=clone3,write -o "$BATS_TEST_TMPDIR/trace" exec-run supervise cg2 >/dev/null
 	grep -q 'clone3(.*CLONE_INTO_CGROUP' "$BATS_TEST_TMPDIR/trace" || fail "$(grep clone "$BATS_TEST_TMPDIR/trace")"
-	run ! grep -q 'cgroup.procs' "$BATS_TEST_TMPDIR/trace"
+	# no one writes a child's pid (into a cgroup.procs); the guest may join
+	# a cgroup v1 hierarchy itself ("0") for its limits
+	local pid pids
+	pids=$(sed -n 's/.*clone3.*) *= \([0-9][0-9]*\)$/\1/p' "$BATS_TEST_TMPDIR/trace")
+	[ -n "$pids" ] || fail "$(grep clone3 "$BATS_TEST_TMPDIR/trace")"
+	for pid in $pids; do
+		run ! grep "write([0-9]*, \"$pid\"" "$BATS_TEST_TMPDIR/trace"
+	done
 	[[ "$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg2.stdout")" == "${CG_OWN%/}/execkit-"*"-cg2" ]]
 }
 
@@ -240,4 +247,31 @@ cgroup_probe() {
 		exec-inspect metrics --output "$BATS_TEST_TMPDIR/sys/run/execkit.prom"
 		[ -s "$BATS_TEST_TMPDIR/real/execkit.prom" ]
 	fi
+}
+
+@test "a run's cgroup bounds its processes (policy pids_max): a fork bomb of 200 gets no further than 50" {
+	local guest="i=0; while [ \$i -lt 200 ]; do $BATS_TEST_TMPDIR/nap 30 & echo \$! >>$BATS_TEST_TMPDIR/forked; i=\$((i+1)); done"
+	ready f1 /bin/sh "[\"-c\",\"$guest\"]" '"policy":{"pids_max":50}'
+	run exec-run start --wait
+	assert_success
+	[[ "$output" != *"resource limits are not all set"* ]] || skip "${output##*set: }"
+	assert_output --partial "f1 exited"
+	n=$(wc -l <"$BATS_TEST_TMPDIR/forked")
+	echo "forked: $n" >&3
+	((n >= 1 && n < 50)) || fail "$n forked"
+}
+
+@test "a run's cgroup bounds its memory (policy memory_max): 64 MiB in a 16 MiB run is killed; the default lets it be" {
+	command -v python3 >/dev/null || skip "no python3"
+	local alloc="x = b'x' * (64 << 20); print(len(x))"
+	ready m1 /usr/bin/python3 "[\"-c\",\"$alloc\"]" '"policy":{"memory_max":16777216}'
+	run exec-run start --wait
+	assert_success
+	[[ "$output" != *"resource limits are not all set"* ]] || skip "${output##*set: }"
+	assert_output --regexp "m1 (exited|killed)"
+	refute_output --partial "m1 exited 0"
+	submit_and_accept "$(spec m2 /usr/bin/python3 "[\"-c\",\"$alloc\"]")"
+	run exec-run start --wait
+	assert_output --partial "m2 exited 0"
+	[ "$(cat "$EXEC_STATE_DIR/out/m2.stdout")" = $((64 << 20)) ]
 }

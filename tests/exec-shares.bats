@@ -276,6 +276,7 @@ sums_ok() {
 		"$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/hook"
 	printf '#!/bin/sh\necho failing >&2\nexit 3\n' >"$BATS_TEST_TMPDIR/bad"
 	chmod 755 "$BATS_TEST_TMPDIR/hook" "$BATS_TEST_TMPDIR/bad"
+	export EXEC_ALLOW_HOOKS=$BATS_TEST_TMPDIR/hook:$BATS_TEST_TMPDIR/bad
 	exec-shares capacity set dest:a 100 >/dev/null
 	start_runs "$(sleeper n1 "\"destinations\":[\"a\"],\"notify\":\"$BATS_TEST_TMPDIR/hook\"")"
 	[ ! -e "$BATS_TEST_TMPDIR/hook.log" ]         # not for the file written before the guest
@@ -312,6 +313,7 @@ sums_ok() {
 @test "a hanging hook is killed after its bound and does not fail the change" {
 	printf '#!/bin/sh\nexec sleep 3600\n' >"$BATS_TEST_TMPDIR/hang"
 	chmod 755 "$BATS_TEST_TMPDIR/hang"
+	export EXEC_ALLOW_HOOKS=$BATS_TEST_TMPDIR/hang
 	start_runs "$(sleeper h1 "\"notify\":\"$BATS_TEST_TMPDIR/hang\"")"
 	t0=$SECONDS
 	run --separate-stderr exec-shares capacity set executor 10 3>&-

@@ -46,6 +46,13 @@ fi
 source "$ek_codes"
 
 export EXEC_STATE_DIR="$BATS_TEST_TMPDIR/state"
+# Guests write their ledgers and markers into the test's directory, which
+# their private /tmp and /dev/shm would hide (libcommon/world.h): every
+# test lets them write there.  As root, the tests choose userns isolation
+# explicitly: root's default runs guests as nobody, who cannot read the
+# test's files (tests/guest-world.bats tests that default).
+export EXEC_GUEST_WRITABLE=$BATS_TEST_TMPDIR
+[ "$EUID" != 0 ] || export EXEC_ISOLATION=userns
 unset EXEC_CRASH_AT
 
 # Tests wait on events, never on a fixed time.  Every wait is still bounded,

@@ -87,6 +87,7 @@ workload() {
 	j accept exec-accept --json --from-dispatcher
 	j event exec-run start --wait --json --budget-ms 200 || true
 	admin DELETE /admin/faults >/dev/null
+	export EXEC_ALLOW_HOOKS=/bin/false   # allowed, so that it runs (and fails)
 	submit "$(spec s2 /bin/sleep '["3600"]' '"policy":{"destinations":["backup"],"notify":"/bin/false"}')"
 	j accept exec-accept --json --from-dispatcher
 	spec q-new /bin/true '[]' "$FAR" | j accept exec-accept --json

@@ -40,6 +40,8 @@ need_isolation() {
 write_hostile() {
 	GUESTDIR=$(mktemp -d "${TMPDIR:-/tmp}/execkit-hostile.XXXXXX")
 	chmod 755 "$GUESTDIR"
+	# (in TMPDIR, which the guest's private /tmp or /dev/shm would hide)
+	export EXEC_GUEST_WRITABLE=$EXEC_GUEST_WRITABLE:$GUESTDIR
 	cat >"$GUESTDIR/hostile" <<'EOF'
 #!/bin/sh
 S=$1 NEXT=$2 SUP=$PPID
@@ -239,6 +241,7 @@ state_intact() {
 	rm "$EXEC_STATE_DIR/out/limits.lock"
 	printf '#!/bin/sh\nenv >%s/hook.env\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/hook"
 	chmod 755 "$BATS_TEST_TMPDIR/hook"
+	export EXEC_ALLOW_HOOKS=$BATS_TEST_TMPDIR/hook
 	exec-shares capacity set executor 100 >/dev/null
 	submit "$(printf '{"run_id":"k1","txn_id":"t","program":"/bin/sleep","args":["3600"],"policy":{"notify":"%s"}}' "$BATS_TEST_TMPDIR/hook")"
 	exec-accept --from-dispatcher >/dev/null
@@ -261,6 +264,7 @@ state_intact() {
 	open_session
 	printf '#!/bin/sh\nenv >%s/hook.env\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/hook"
 	chmod 755 "$BATS_TEST_TMPDIR/hook"
+	export EXEC_ALLOW_HOOKS=$BATS_TEST_TMPDIR/hook
 	exec-shares capacity set executor 100 >/dev/null
 	submit "$(printf '{"run_id":"e1","txn_id":"t","program":"/bin/sleep","args":["3600"],"policy":{"notify":"%s"}}' "$BATS_TEST_TMPDIR/hook")"
 	exec-accept --from-dispatcher >/dev/null
