@@ -67,6 +67,35 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(stat -c %a "$EXEC_STATE_DIR/out/big.stdout")" = 600 ]
 }
 
+@test "captured output is truncated past --max-output and past the executor's --output-quota, and flagged" {
+	ready big /bin/sh '["-c","head -c 300000 /dev/zero; echo err >&2"]'
+	run exec-run start --wait --max-output 1000000 --output-quota 100000
+	assert_success
+	local out=$EXEC_STATE_DIR/out
+	[ "$(stat -c %s "$out/big.stdout")" -gt 0 ]
+	[ "$(($(stat -c %s "$out/big.stdout") + $(stat -c %s "$out/big.stderr" 2>/dev/null || echo 0)))" -le 100000 ]
+	grep -q "^stdout: [0-9]* bytes kept, [0-9]* dropped, past the executor's output quota (100000 bytes)" "$out/big.truncated"
+	[ "$(stat -c %a "$out/big.truncated")" = 600 ]
+	run exec-inspect show big
+	assert_output --regexp "truncated: +stdout: [0-9]+ bytes kept, [0-9]+ dropped, past the executor's output quota"
+	exec-inspect show --json big | jq -e '.story.truncated | test("output quota")' >/dev/null
+	# past --max-output (the quota far off): flagged too, and said in the log
+	submit_and_accept "$(spec cap /bin/sh '["-c","head -c 3000 /dev/zero"]')"
+	exec-run start --max-output 1000 --output-quota 0 >/dev/null
+	wait_until '[ -e "$EXEC_STATE_DIR/out/cap.truncated" ]'
+	[ "$(cat "$out/cap.truncated")" = "stdout: 1000 bytes kept, 2000 dropped, past --max-output (1000 bytes)" ]
+	wait_until 'grep -q "run '\''cap'\'': output truncated: stdout: 1000 bytes kept" "$out/supervisors.log"'
+	# a run that lost nothing is not flagged
+	submit_and_accept "$(spec small /bin/sh '["-c","echo hi"]')"
+	exec-run start --wait >/dev/null
+	[ ! -e "$out/small.truncated" ]
+	run exec-inspect show small
+	refute_output --partial "truncated:"
+	exec-inspect show --json small | jq -e '.story.truncated == null' >/dev/null
+	run exec-run start --output-quota lots
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
 @test "a capture file is made on the guest's first byte: a silent guest leaves none" {
 	start_dispatcher
 	open_session
