@@ -302,6 +302,9 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	wait "$LOOP_PID" || status=$?
 	[ "$status" -eq "$EK_NOSESSION" ]
 	[ "$(sql "SELECT status FROM sessions")" = revoked ]
+	grep -q "exec-loop: session is over (revoked); stopping" "$BATS_TEST_TMPDIR/loop.err"
+	run grep -c "opening a new one" "$BATS_TEST_TMPDIR/loop.err"
+	assert_output 0                                  # revoked: no new session
 }
 
 @test "on TERM a running guest finishes and its result is reported before the session closes" {
