@@ -137,13 +137,16 @@ load drill
 	remember "$loop"
 	submit "$(gspec a1)" "$(gspec a2)"
 	wait_until '[ "$(disp_count finished)" = 2 ]'         # acknowledged before the loss
+	fault 5xx 100000
+	submit "$(gspec r1)"                                   # its reports fail: retained at the loss
+	wait_until '[ "$(val "SELECT count(*) FROM results WHERE run_id = '\''r1'\'' AND attempts >= 1")" = 1 ]'
 	submit "$(gspec g1 0 1)" "$(gspec g2 0 1)"             # gated: in flight at the loss
 	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 2 ]'
 	submit "$(gspec q1)" "$(gspec q2)"                     # accepted here, no slot free
 	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''queued'\''")" = 2 ]'
 	old=$(current_session)
 	# baseline witness
-	[ "$(disp_count accepted)" = 4 ]
+	[ "$(disp_count accepted)" = 5 ]
 	# the loss: the dispatcher comes back on the same port with a new, empty store
 	kill_dispatcher
 	mv "$BATS_TEST_TMPDIR/disp.db" "$BATS_TEST_TMPDIR/disp.lost.db"
@@ -163,12 +166,13 @@ load drill
 	kill -TERM "$loop"
 	wait "$loop"
 	# a fresh process observes: every guest at most once; the runs in
-	# flight ran once and kept their results as evidence (the dispatcher
+	# flight and the one retained ran once and keep their results as
+	# evidence (the dispatcher
 	# that handed them out is gone, and nothing of it can be adopted); the
 	# runs queued at the loss never ran and stay quarantined, visible
-	for r in a1 a2 g1 g2 n1 n2 n3; do [ "$(ran "$r")" = 1 ]; done
+	for r in a1 a2 r1 g1 g2 n1 n2 n3; do [ "$(ran "$r")" = 1 ]; done
 	for r in q1 q2; do [ "$(ran "$r")" = 0 ]; done
-	[ "$(val "SELECT count(*) FROM results WHERE run_id IN ('g1', 'g2') AND session_id = '$old'")" = 2 ]
+	[ "$(val "SELECT count(*) FROM results WHERE run_id IN ('r1', 'g1', 'g2') AND session_id = '$old'")" = 3 ]
 	[ "$(val "SELECT count(*) FROM runs WHERE state = 'started'")" = 0 ]   # nothing stranded running
 	run exec-inspect list quarantined --ids
 	assert_output "$(printf 'q1\nq2')"
