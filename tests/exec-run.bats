@@ -497,6 +497,22 @@ gate() {
 	spec "$1" /bin/sh "[\"-c\",\"$(guest_wait "$BATS_TEST_TMPDIR/open-$1")\"]"
 }
 
+@test "a report refused its session's credential (401) ends the chain, not the session: the heartbeat decides" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec c1)" "$(spec c2)"
+	admin POST /admin/faults '{"kind":"lie","path":"/v1/results","status":401,"body":"{\"error\":\"unauthorized\"}","count":1}' >/dev/null
+	exec-run start --chain --slots 1 --wait >/dev/null || true
+	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id = 'c1'")" = "1|0" ]   # stopped at once, kept
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'c2'")" = queued ]                # no further run taken
+	[ "$(sql "SELECT status FROM sessions")" = current ]     # a 401 does not say how it ended
+	exec-session heartbeat >/dev/null                        # the dispatcher: still current
+	exec-run start --wait >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]         # c2, delivered
+	exec-reconcile >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]
+}
+
 @test "--chain: the start marker keeps the slot bound" {
 	start_dispatcher
 	open_session
