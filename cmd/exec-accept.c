@@ -139,10 +139,11 @@ record(struct batch *b, long line, const char *run_id, const char *outcome,
 		    "run_id", run_id, "outcome", outcome, "receipt", receipt, "error", error);
 		json_emit(b->out, j);
 	} else if (error) {
-		char safe[512];
+		/* an invalid line's run id is the feed's text, escapes and all */
+		char safe[512], id[RUN_ID_MAX + 1];
 
 		fprintf(b->out, "%s line %ld%s%s: %s\n", outcome, line, run_id ? " " : "",
-		    run_id ? run_id : "", text_safe(safe, sizeof safe, error));
+		    run_id ? text_safe(id, sizeof id, run_id) : "", text_safe(safe, sizeof safe, error));
 	} else {
 		fprintf(b->out, "%s %s %s\n", outcome, run_id, receipt);
 	}

@@ -72,7 +72,9 @@ static const char USAGE[] =
 	"      --dry-run          prune, export: say what would go (--json: one line per\n"
 	"                         item), change nothing\n"
 	"      --output-cap BYTES  remove captured output nothing refers to, then, while\n"
-	"                         out/ holds more than BYTES (0: no cap), the output of\n"
+	"                         out/ holds more than BYTES (0: no cap; auto: half the\n"
+	"                         default output quota, an eighth of the state's\n"
+	"                         filesystem, at most 512 MiB), the output of\n"
 	"                         acknowledged runs, oldest first (exec-loop: once a minute)\n"
 	"      --json             one JSON line per result and per pass (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
@@ -92,6 +94,7 @@ struct opts {
 };
 
 #define PASS_MAX 32   /* the seed caps a pass at 32 results: the most --max allows */
+#define NO_COLLECT (-2)   /* output_cap without --output-cap (-1: auto) */
 
 struct pass {
 	char ids[PASS_MAX][RUN_ID_MAX + 1];
@@ -360,9 +363,10 @@ dry_run(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 collect(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	int64_t files = 0;
+	int64_t files = 0, cap = o->output_cap == OUTPUT_QUOTA_AUTO ? output_quota_default(st) / 2 :
+	    o->output_cap;
 
-	if (output_collect(st, o->output_cap, &files, e) < 0)
+	if (output_collect(st, cap, &files, e) < 0)
 		return -1;
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:I}", "event", "collected", "output_files",
@@ -380,7 +384,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->max = 32;
 	o->budget_ms = DELIVER_BUDGET_MS;
 	o->prune_age_ms = -1;
-	o->output_cap = -1;
+	o->output_cap = NO_COLLECT;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
 		switch (c) {
@@ -394,7 +398,9 @@ parse_args(int argc, char **argv, struct opts *o)
 				    "like 30d, 12h, 90m or 3600s", optarg);
 			break;
 		case OPT_OUTPUT_CAP:
-			if (cli_parse_i64(optarg, 0, INT64_MAX, &o->output_cap) < 0)
+			if (strcmp(optarg, "auto") == 0)
+				o->output_cap = OUTPUT_QUOTA_AUTO;
+			else if (cli_parse_i64(optarg, 0, INT64_MAX, &o->output_cap) < 0)
 				return cli_usage_error(PROG, "--output-cap: '%s' is not a number of bytes", optarg);
 			break;
 		case OPT_MAX:
@@ -412,14 +418,14 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->output_cap >= 0) > 1)
+	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->output_cap != NO_COLLECT) > 1)
 		return cli_usage_error(PROG, "--export-evidence, --prune-receipts and --output-cap are "
 		    "separate steps");
 	if (o->dry_run && !o->export_path && o->prune_age_ms < 0)
 		return cli_usage_error(PROG, "--dry-run goes with --prune-receipts or --export-evidence");
 	if (o->adoptable && !o->export_path)
 		return cli_usage_error(PROG, "--include-adoptable goes with --export-evidence");
-	if ((o->export_path || o->prune_age_ms >= 0 || o->output_cap >= 0) && o->drain)
+	if ((o->export_path || o->prune_age_ms >= 0 || o->output_cap != NO_COLLECT) && o->drain)
 		return cli_usage_error(PROG, "--drain does not go with --export-evidence, --prune-receipts "
 		    "or --output-cap");
 	return 0;
@@ -437,7 +443,7 @@ main(int argc, char **argv)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
-	rc = o.output_cap >= 0 ? collect(&st, &o, &e) : o.dry_run ? dry_run(&st, &o, &e) :
+	rc = o.output_cap != NO_COLLECT ? collect(&st, &o, &e) : o.dry_run ? dry_run(&st, &o, &e) :
 	    o.export_path || o.prune_age_ms >= 0 ? housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);

@@ -45,6 +45,7 @@
 #include "isolate.h"
 #include "jsonout.h"
 #include "outcome.h"
+#include "output.h"
 #include "proc.h"
 #include "reserve.h"
 #include "result.h"
@@ -62,7 +63,7 @@ static const char PROG[] = "exec-run";
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
 	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO,
-	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK, OPT_GUEST_NETWORK };
+	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK, OPT_GUEST_NETWORK, OPT_QUOTA };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -72,6 +73,7 @@ static const struct option options[] = {
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
 	{ "grace-ms", required_argument, NULL, OPT_GRACE },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "output-quota", required_argument, NULL, OPT_QUOTA },
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
@@ -112,6 +114,9 @@ static const char USAGE[] =
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
 	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
+	"      --output-quota N   keep all captured output under N bytes, past it truncated\n"
+	"                         and flagged (out/RUN.truncated); auto (default): a quarter\n"
+	"                         of the state's filesystem, at most 1 GiB; 0: no quota\n"
 	"      --session SID      cancel: the current session, named by the caller\n"
 	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
 	"      --confirmed        start: the caller has just heartbeated the session, so\n"
@@ -149,7 +154,7 @@ static const char USAGE[] =
 struct opts {
 	const struct command *cmd;
 	const char *state_dir, *session, *run_id, *guest_user, *ended_fifo;
-	int64_t slots, budget_ms, grace_ms, max_output, timeout_ms, ready_fd, log_fd;
+	int64_t slots, budget_ms, grace_ms, max_output, output_quota, timeout_ms, ready_fd, log_fd;
 	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
 	bool isolation_given;     /* by --isolation, not EXEC_ISOLATION */
@@ -181,7 +186,7 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 		.env = r->env, .run_id = r->run_id, .txn_id = r->txn_id, .st = st, .iso = iso,
 		.writable = o->writable, .policy = r->policy,
 		.out_name = names[0], .err_name = names[1], .umask = st->umask_orig,
-		.max_output = (size_t)o->max_output };
+		.max_output = (size_t)o->max_output, .quota = output_quota_for(st, o->output_quota) };
 	int rc;
 
 	snprintf(names[0], sizeof names[0], "out/%s.stdout", r->run_id);
@@ -200,6 +205,7 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	crash_point("after-spawn");
 	guest_wait(&g, r->timeout_ms ? mono_ms() + r->timeout_ms : 0, &stop_signal, o->grace_ms, end);
 	say_containment(r, &g);
+	svlog_truncated(st, PROG, r->run_id, &g);
 	guest_close(&g);
 	if (rc > 0) {
 		end->why = GUEST_EXEC_FAILED;
@@ -499,7 +505,8 @@ starter_prepare(struct starter *s, struct ek_err *e)
 	const struct opts *o = s->o;
 
 	s->sup = (struct supspawn){ .path = s->self, .prog = PROG, .budget_ms = o->budget_ms,
-		.grace_ms = o->grace_ms, .max_output = o->max_output, .slots = o->slots,
+		.grace_ms = o->grace_ms, .max_output = o->max_output, .quota = o->output_quota,
+		.slots = o->slots,
 		.isolation = s->sup.isolation, .guest_user = s->sup.guest_user ? s->sup.guest_user :
 		o->guest_user,
 		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
@@ -775,6 +782,10 @@ parse_opt(int c, struct opts *o, char **argv)
 	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);
 	case OPT_GRACE: return number("grace-ms", optarg, 0, 3600000, &o->grace_ms);
 	case OPT_MAX_OUTPUT: return number("max-output", optarg, 0, 1LL << 30, &o->max_output);
+	case OPT_QUOTA:
+		if (strcmp(optarg, "auto") == 0)
+			return o->output_quota = OUTPUT_QUOTA_AUTO, 0;
+		return number("output-quota", optarg, 0, INT64_MAX / 2, &o->output_quota);
 	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
 	case OPT_READY_FD: return number("ready-fd", optarg, 3, 1024, &o->ready_fd);
 	case OPT_GUEST_USER: o->guest_user = optarg; return 0;
@@ -802,7 +813,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	bool needs_id;
 
 	*o = (struct opts){ .ready_fd = -1, .log_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS,
-		.grace_ms = 2000, .max_output = 1 << 20, .timeout_ms = 60000 };
+		.grace_ms = 2000, .max_output = 1 << 20, .output_quota = OUTPUT_QUOTA_AUTO,
+		.timeout_ms = 60000 };
 	if ((rc = env_defaults(o)) != 0)
 		return rc;
 	opterr = 0;   /* cli_bad_option() says it, once */

@@ -279,7 +279,8 @@ session_call(struct state *st, const struct opts *o, const char *method, const c
 	memset(cred, 0, sizeof cred);
 	if (rc < 0 && over[0]) {
 		struct ek_err e2;
-		if (session_end(st, &s->b, over, &e2) < 0)
+		snprintf(s->status, sizeof s->status, "%s", over);   /* heartbeat says it */
+		if (client_end_over(st, &s->b, over, &e2) < 0)
 			*e = e2;
 	}
 	return rc;
@@ -306,24 +307,39 @@ record_beat(struct state *st, const struct session *s, int64_t deadline, struct 
 	return rc;
 }
 
+/* Say how the dispatcher said s is over: "over STATUS" (exec-loop reads
+ * it: "unknown", a dispatcher that lost its store, calls for a new
+ * session; the others stop the loop). */
+static void
+say_over(const struct opts *o, const struct session *s)
+{
+	if (o->json)
+		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:b, s:I}", "event", "heartbeat",
+		    "session_id", s->b.session_id, "status", s->status, "reconcile_due", false,
+		    "deliverable", (json_int_t)0, "hold_ms", (json_int_t)0, "inspect_due", false,
+		    "inspections_pending", (json_int_t)0));
+	else
+		printf("over %s\n", s->status);
+}
+
 /* Beat at the dispatcher (the session is ended here if it says it is
  * over), record the beat, and say what waits. */
 static int
 cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	int64_t deadline = mono_ms() + o->timeout_ms, n, pending = 0, hold;
-	struct session s;
-	json_t *ans = NULL, *p;
+	struct session s = { 0 };
+	json_t *ans = NULL, *p, *body;
+	int64_t upto;
 	bool due;
 	int rc;
-
-	json_t *body;
-	int64_t upto;
 
 	if (notice_body(st, &body, &upto, e) < 0)
 		return -1;
 	rc = session_call(st, o, "POST", "/heartbeat", body, &ans, &s, e);
 	json_decref(body);
+	if (rc < 0 && e->code == EK_NOSESSION && s.status[0] && strcmp(s.status, "current") != 0)
+		say_over(o, &s);
 	/* a dispatcher without inspections says nothing: none are pending */
 	if (json_is_integer(p = json_object_get(ans, "inspections_pending")) && json_integer_value(p) > 0)
 		pending = json_integer_value(p);

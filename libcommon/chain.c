@@ -11,6 +11,7 @@
 
 #include "chain.h"
 #include "clock.h"
+#include "deliver.h"
 
 static const char STOP_FILE[] = "out/chain.stop";
 
@@ -55,7 +56,7 @@ chain_next(struct state *st, const struct binding *b, int slots, pid_t sup_pid,
 	int rc;
 
 	memset(next, 0, sizeof *next);
-	if (stop_asked(st))
+	if (stop_asked(st) || deliver_credential_refused())
 		return 0;
 	/* The start marker is on disk before the guest is spawned; its sync
 	 * also covers the last run's lazy commits (its row delete). */

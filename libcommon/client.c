@@ -1,4 +1,5 @@
 /* client — see client.h. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,27 @@
 #include "http.h"
 #include "notice.h"
 #include "session.h"
+
+/* Is a 404 unknown_session to url about the session its path names?  So
+ * for every /v1/sessions/{sid}/... request but an adoption, whose 404 is
+ * about the earlier session named in its body (doc/protocol.md). */
+static bool
+about_own_session(const char *url)
+{
+	const char *q = strchr(url, '?');
+	size_t n = q ? (size_t)(q - url) : strlen(url);
+	static const char adopt[] = "/adoptions";
+
+	return !(n >= sizeof adopt - 1 && memcmp(url + n - (sizeof adopt - 1), adopt, sizeof adopt - 1) == 0);
+}
+
+int
+client_end_over(struct state *st, const struct binding *b, const char *over, struct ek_err *e)
+{
+	/* the state's session statuses have no word for "unknown": as
+	 * revoked, its authority is gone and nothing of it can be adopted */
+	return session_end(st, b, strcmp(over, CLIENT_OVER_UNKNOWN) == 0 ? "revoked" : over, e);
+}
 
 int
 client_answer_error(const char *url, const struct http_reply *r, json_t *o, char *over, struct ek_err *e)
@@ -32,6 +54,14 @@ client_answer_error(const char *url, const struct http_reply *r, json_t *o, char
 		    "this executor: this state is an older copy (a restore), and nothing is started "
 		    "from it; open a new session ('exec-session open': doc/recovery.md, \"Backup and "
 		    "restore\")", url);
+	if (r->status == 404 && err && strcmp(err, "unknown_session") == 0 && over &&
+	    about_own_session(url)) {
+		/* the dispatcher has no record of the session (it lost its
+		 * store, say): it is over as surely as a revoked one */
+		snprintf(over, 16, "%s", CLIENT_OVER_UNKNOWN);
+		return ek_fail(e, EK_NOSESSION, "%s: session is over (the dispatcher does not know it"
+		    " any more)", url);
+	}
 	if (r->status == 403)   /* not this executor's key, say (doc/protocol.md) */
 		return ek_fail(e, EK_NOSESSION, "%s: dispatcher refused this executor: HTTP 403%s%s%s%.300s",
 		    url, err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
@@ -105,7 +135,7 @@ session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_m
 	if (json_is_integer(n) && json_integer_value(n) > 0)
 		*pending = json_integer_value(n);
 	json_decref(ans);
-	if (rc < 0 && over[0] && session_end(st, &s->b, over, &e2) < 0)
+	if (rc < 0 && over[0] && client_end_over(st, &s->b, over, &e2) < 0)
 		*e = e2;
 	if (rc < 0)
 		return -1;

@@ -1,9 +1,10 @@
 /*
  * client — JSON calls to the dispatcher's session endpoints (negotiate,
  * heartbeat, close, work feed, receipts), with one mapping from answers to
- * exit codes: no answer, 429 and 5xx → EK_UNAVAILABLE; 401/410 → the
- * session is over (EK_NOSESSION, *over names how); anything else
- * unexpected → EK_PROTOCOL.  Result reports go through deliver.h instead.
+ * exit codes: no answer, 429 and 5xx → EK_UNAVAILABLE; 401/410, and a 404
+ * unknown_session about the session the request names → the session is
+ * over (EK_NOSESSION, *over names how); anything else unexpected →
+ * EK_PROTOCOL.  Result reports go through deliver.h instead.
  */
 #ifndef EK_CLIENT_H
 #define EK_CLIENT_H
@@ -19,6 +20,10 @@
 /* The longest a work feed request waits for work (?wait_ms=, doc/protocol.md). */
 #define FEED_WAIT_MAX 30000
 
+/* What *over says when the dispatcher has no record of the session at
+ * all (404 unknown_session): it lost its store, or was replaced. */
+#define CLIENT_OVER_UNKNOWN "unknown"
+
 /* Call base+path.  On a 2xx answer *out is the parsed object (caller
  * decrefs).  over (16 bytes, may be NULL) receives the session status when
  * the answer says the session is over. */
@@ -32,6 +37,11 @@ int client_answer_error(const char *url, const struct http_reply *r, json_t *o, 
 
 struct state;
 struct session;
+struct binding;
+
+/* End session b here as the dispatcher said (over, from client_call()):
+ * "unknown" is recorded as revoked.  0 or -1. */
+int client_end_over(struct state *st, const struct binding *b, const char *over, struct ek_err *e);
 
 /* Heartbeat the current session s at its dispatcher.  On success the beat
  * is recorded; when the dispatcher says the session is over, it is ended

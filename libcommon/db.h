@@ -146,6 +146,7 @@ struct db_wait {
 	int64_t waited_ms;    /* since then, as of the last failure */
 	int64_t next_report;  /* waited_ms at which *say is next set */
 	int64_t pause_ms;     /* the next pause: DB_WAIT_FIRST_MS doubling to DB_WAIT_MAX_MS */
+	int64_t stop_at;      /* the caller's: when a stop found it waiting (0: none) */
 };
 
 void db_wait_begin(struct db *db, struct db_wait *w);

@@ -60,6 +60,20 @@ refused(struct deliver_verdict *v, const char *cause, const struct http_reply *r
 	utf8_clip(v->diag, RESULT_DIAG_MAX);
 }
 
+/* A 401 to a report: the credential refused.  The session is over for
+ * delivery, but how is not said: revoked, or unknown to a dispatcher that
+ * lost its store (a new session then goes on).  The heartbeat, which asks
+ * about the session itself, ends it here and says how. */
+#define CRED_REFUSED "refused"
+
+static bool credential_refused;   /* deliver_credential_refused() */
+
+bool
+deliver_credential_refused(void)
+{
+	return credential_refused;
+}
+
 static void
 session_over(struct deliver_verdict *v, const char *status, const struct http_reply *r)
 {
@@ -106,7 +120,7 @@ deliver_classify(const struct http_reply *r, struct deliver_verdict *v)
 	else if (r->status == 409 && (strcmp(err, "wrong_session") == 0 || strcmp(err, "conflict") == 0))
 		refused(v, err, r);
 	else if (r->status == 401 && strcmp(err, "unauthorized") == 0)
-		session_over(v, "revoked", r);
+		session_over(v, CRED_REFUSED, r);
 	else if (r->status == 410 && strcmp(err, "session_over") == 0) {
 		const char *s = json_str(o, "status");
 		session_over(v, strcmp(s, "expired") == 0 || strcmp(s, "replaced") == 0 ||
@@ -435,6 +449,8 @@ settle_one(struct batch *b, struct job *j, struct ek_err *e)
 		rep->status = DELIVER_SESSION_OVER;
 		if (result_note_in(b->st, j->run_id, NULL, v->diag, e) < 0)
 			return -1;
+		if (strcmp(v->status, CRED_REFUSED) == 0)
+			return (credential_refused = true), 0;
 		return session_end_in(b->st, &j->auth, v->status, e);
 	case DC_TRANSIENT:
 		rep->status = DELIVER_FAILED;

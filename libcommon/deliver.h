@@ -12,6 +12,7 @@
 #ifndef EK_DELIVER_H
 #define EK_DELIVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,7 +32,8 @@ struct deliver_verdict {
 	enum deliver_class cls;
 	int64_t record_id;        /* DC_ACKED */
 	char cause[32];           /* DC_REFUSED: invalid, unknown_run, wrong_session, conflict */
-	char status[16];          /* DC_SESSION_OVER: revoked, expired, replaced, closed */
+	char status[16];          /* DC_SESSION_OVER: revoked, expired, replaced, closed, or
+	                           * refused (a 401: the heartbeat ends the session) */
 	char diag[RESULT_DIAG_MAX + 1];
 	int64_t retry_after_ms;   /* DC_TRANSIENT: a 429 or 503 asked to wait this long; else -1 */
 };
@@ -66,6 +68,12 @@ int deliver_batch(struct state *st, const char *const *run_ids, int n, int max_a
  * the monotonic clock).  0 with rep filled, or -1 on a local error. */
 int deliver_result(struct state *st, const char *run_id, int max_attempts,
     int64_t deadline_mono, struct deliver_report *rep, struct ek_err *e);
+
+/* Has a report of this process been refused its session's credential
+ * (a 401)?  The session may be unknown to a dispatcher that lost its
+ * store: a chaining supervisor then takes no further run of it, and the
+ * heartbeat decides how the session ended. */
+bool deliver_credential_refused(void);
 
 /* Map a delivery status to the tools' exit code. */
 int deliver_exit_code(enum deliver_status s);

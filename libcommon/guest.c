@@ -313,6 +313,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	g->name[0] = gs->out_name;
 	g->name[1] = gs->err_name;
 	g->max_output = gs->max_output;
+	g->quota = gs->quota;
 	contain_init(&g->cg);
 	view.fd = -1;
 	if (open_view(gs, &view, limits, sizeof limits, e) < 0)
@@ -369,7 +370,8 @@ fail:
 	return -1;
 }
 
-/* Move what the pipe holds into the capture file, keeping at most max. */
+/* Move what the pipe holds into the capture file, keeping at most max and
+ * what the executor's output quota allows; what is not kept is counted. */
 static int
 drain(struct guest *g, int i)
 {
@@ -389,9 +391,11 @@ drain(struct guest *g, int i)
 		return 1;
 	}
 	keep = g->kept[i] < max ? max - g->kept[i] : 0;
-	keep = keep < (size_t)n ? keep : (size_t)n;
+	keep = output_quota_take(g->quota, keep < (size_t)n ? keep : (size_t)n);
 	if (keep && capture_file(g, i) >= 0 && write(g->file[i], buf, keep) == (ssize_t)keep)
 		g->kept[i] += keep;
+	else
+		keep = 0;   /* a full disk, say: dropped as well */
 	g->dropped[i] += (size_t)n - keep;
 	return 0;
 }

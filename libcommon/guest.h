@@ -43,6 +43,7 @@
 #include "contain.h"
 #include "err.h"
 #include "isolate.h"
+#include "output.h"
 #include "world.h"
 #include "state.h"
 
@@ -57,6 +58,7 @@ struct guest_spec {
 	const char *out_name, *err_name; /* its capture files: "out/RUN_ID.stdout", ... */
 	mode_t umask;
 	size_t max_output;
+	struct output_quota *quota;      /* the executor's total (output.h); NULL: none */
 };
 
 /* GUEST_NOT_RUN: the supervisor did not spawn it at all (not_run says why). */
@@ -70,7 +72,8 @@ struct guest {
 	const struct state *st;
 	const char *name[2];    /* the spec's out_name and err_name */
 	size_t max_output;
-	size_t kept[2], dropped[2];
+	struct output_quota *quota;
+	size_t kept[2], dropped[2];   /* dropped: past max_output or the quota, or not written */
 	struct contain cg;      /* the guest's cgroup, if it has one */
 	struct ek_err warn;     /* code != 0: containment fell back or fell short, and why */
 };

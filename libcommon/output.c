@@ -3,15 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "guest.h"
 #include "output.h"
 #include "runs.h"
 
-static const char *const suffixes[] = { ".stdout", ".stderr", ".notify", NULL };
+static const char *const suffixes[] = { ".stdout", ".stderr", ".notify", "." OUTPUT_TRUNCATED, NULL };
 
 /* The run id of an output file's name, or 0 if it is not one. */
 static int
@@ -171,4 +174,96 @@ output_collect(struct state *st, int64_t cap, int64_t *removed, struct ek_err *e
 	free(v);
 	closedir(dir);
 	return rc;
+}
+
+int64_t
+output_quota_default(const struct state *st)
+{
+	struct statvfs vfs;
+	int64_t size;
+
+	if (fstatvfs(st->dir_fd, &vfs) < 0 || vfs.f_blocks == 0)
+		return 0;
+	size = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;
+	return size / OUTPUT_QUOTA_FS_SHARE < OUTPUT_QUOTA_MAX ? size / OUTPUT_QUOTA_FS_SHARE :
+	    OUTPUT_QUOTA_MAX;
+}
+
+enum { QUOTA_GRANT_MIN = 64 * 1024 };   /* the least measured out/ is paid for */
+
+size_t
+output_quota_take(struct output_quota *q, size_t want)
+{
+	struct output_usage u;
+	struct ek_err e = { 0 };
+	int64_t left;
+
+	if (!q || q->quota <= 0 || want == 0)
+		return want;
+	if (q->granted < (int64_t)want) {
+		/* what is left, granted a sixteenth at a time (but not less
+		 * than QUOTA_GRANT_MIN): few measures far from the quota, a
+		 * small overshoot near it.  out/ unreadable: nothing more */
+		left = output_usage(q->st, &u, &e) < 0 ? 0 : q->quota - u.bytes;
+		q->granted = left <= 0 ? 0 : left / 16 > QUOTA_GRANT_MIN ? left / 16 :
+		    left < QUOTA_GRANT_MIN ? left : QUOTA_GRANT_MIN;
+	}
+	if (q->granted < (int64_t)want) {
+		want = (size_t)q->granted;
+		q->reached = true;
+	}
+	q->granted -= (int64_t)want;
+	return want;
+}
+
+struct output_quota *
+output_quota_for(const struct state *st, int64_t quota)
+{
+	static struct output_quota q;
+
+	if (!q.st)
+		q = (struct output_quota){ st, quota == OUTPUT_QUOTA_AUTO ? output_quota_default(st) :
+			quota, 0, false };
+	q.reached = false;
+	return &q;
+}
+
+int
+output_flag_truncated(const struct state *st, const char *run_id, const struct guest *g,
+    char *msg, size_t n, struct ek_err *e)
+{
+	const struct output_quota *q = g->quota;
+	const size_t *kept = g->kept, *dropped = g->dropped, max_output = g->max_output;
+	static const char *const stream[2] = { "stdout", "stderr" };
+	char name[RUN_ID_MAX + 32], why[96];
+	size_t used = 0, len;
+	ssize_t w;
+	int fd, i;
+
+	for (i = 0; i < 2; i++) {
+		if (dropped[i] == 0 || used >= n)
+			continue;
+		if (kept[i] >= max_output)
+			snprintf(why, sizeof why, "past --max-output (%zu bytes)", max_output);
+		else if (q && q->reached)
+			snprintf(why, sizeof why, "past the executor's output quota (%lld bytes)",
+			    (long long)q->quota);
+		else
+			snprintf(why, sizeof why, "not written (no room on the disk, or no capture file)");
+		used += (size_t)snprintf(msg + used, n - used, "%s%s: %zu bytes kept, %zu dropped, %s",
+		    used ? "; " : "", stream[i], kept[i], dropped[i], why);
+	}
+	if (used == 0)
+		return 0;
+	len = strlen(msg);
+	snprintf(name, sizeof name, "out/%s.%s", run_id, OUTPUT_TRUNCATED);
+	if ((fd = state_open_file(st, name, O_WRONLY | O_CREAT | O_EXCL, 0600, e)) < 0)
+		return -1;
+	w = write(fd, msg, len);
+	if (w == (ssize_t)len && write(fd, "\n", 1) != 1)
+		w = -1;
+	close(fd);
+	if (w != (ssize_t)len)
+		return ek_fail(e, EK_IOERR, "%s: %s", name, w < 0 ? strerror(errno) : "short write");
+	return 1;
 }

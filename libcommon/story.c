@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "jsonout.h"
+#include "output.h"
 #include "story.h"
 #include "table.h"
 #include "text.h"
@@ -44,6 +47,28 @@ output_path(const struct state *st, const char *run_id, const char *suffix)
 	return state_path(st, name, path, sizeof path) < 0 ? json_null() : json_string(path);
 }
 
+/* What out/RUN.truncated says (output.h: the run's output was cut), its
+ * first line, or null. */
+static json_t *
+truncation(const struct state *st, const char *run_id)
+{
+	char name[300], text[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(name, sizeof name, "%s.%s", run_id, OUTPUT_TRUNCATED);
+	if (st->out_fd < 0 || (fd = openat(st->out_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return json_null();
+	n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return json_null();
+	text[n] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	utf8_clip(text, strlen(text));
+	return json_string(text);
+}
+
 static json_t *
 duration(json_t *from, json_t *to)
 {
@@ -70,7 +95,7 @@ story_add(const struct state *st, json_t *show, const char *spec)
 		program = json_object_get(sp, "program");
 	if (!args)
 		args = json_object_get(sp, "args");
-	s = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	s = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "program", or_null(program), "args", or_null(args),
 	    "accepted_at", or_null(first_of(show, acc, "accepted_at")),
 	    "started_at", or_null(started), "finished_at", or_null(finished),
@@ -80,7 +105,8 @@ story_add(const struct state *st, json_t *show, const char *spec)
 	    "attempts", or_null(first_of(show, end, "attempts")),
 	    "record_id", or_null(first_of(show, rcpt, "record_id")),
 	    "acked_at", or_null(first_of(show, rcpt, "acked_at")),
-	    "stdout", output_path(st, run_id, "stdout"), "stderr", output_path(st, run_id, "stderr"));
+	    "stdout", output_path(st, run_id, "stdout"), "stderr", output_path(st, run_id, "stderr"),
+	    "truncated", truncation(st, run_id));
 	json_decref(sp);
 	return s && json_object_set_new(show, "story", s) == 0 ? 0 : -1;
 }
@@ -211,7 +237,9 @@ story_rows(struct table *t, json_t *o)
 	    fact(t, "accepted:", s, "accepted_at") < 0 || fact(t, "started:", s, "started_at") < 0 ||
 	    fact(t, "finished:", s, "finished_at") < 0 || fact(t, "duration:", s, "duration_ms") < 0 ||
 	    table_pair(t, "outcome:", outcome) < 0 || table_pair(t, "delivery:", delivery) < 0 ||
-	    fact(t, "stdout:", s, "stdout") < 0 || fact(t, "stderr:", s, "stderr") < 0 ? -1 : 0;
+	    fact(t, "stdout:", s, "stdout") < 0 || fact(t, "stderr:", s, "stderr") < 0 ||
+	    (json_is_string(json_object_get(s, "truncated")) &&
+	    fact(t, "truncated:", s, "truncated") < 0) ? -1 : 0;
 }
 
 int

@@ -45,8 +45,8 @@ fail:
 pid_t
 supspawn_start(const struct supspawn *s, const char *run_id, int ready)
 {
-	char budget[32], grace[32], maxout[32], readyfd[32], slots[40];
-	char *argv[26];
+	char budget[32], grace[32], maxout[32], quota[32], readyfd[32], slots[40];
+	char *argv[28];
 	struct child_args a = { s, argv, ready, -1 };
 	struct contain none;
 	int n = 0, fail[2], err;
@@ -56,11 +56,16 @@ supspawn_start(const struct supspawn *s, const char *run_id, int ready)
 	snprintf(budget, sizeof budget, "%lld", s->budget_ms);
 	snprintf(grace, sizeof grace, "%lld", s->grace_ms);
 	snprintf(maxout, sizeof maxout, "%lld", s->max_output);
+	if (s->quota < 0)
+		snprintf(quota, sizeof quota, "auto");
+	else
+		snprintf(quota, sizeof quota, "%lld", s->quota);
 	snprintf(slots, sizeof slots, "--slots=%lld", s->slots);
 	argv[n++] = (char *)s->prog;
 	argv[n++] = "--budget-ms", argv[n++] = budget;
 	argv[n++] = "--grace-ms", argv[n++] = grace;
 	argv[n++] = "--max-output", argv[n++] = maxout;
+	argv[n++] = "--output-quota", argv[n++] = quota;
 	argv[n++] = "--ready-fd", argv[n++] = readyfd;
 	argv[n++] = "--isolation", argv[n++] = (char *)s->isolation;
 	if (s->guest_user)

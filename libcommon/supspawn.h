@@ -21,7 +21,7 @@
  * and error. */
 struct supspawn {
 	const char *path, *prog;
-	long long budget_ms, grace_ms, max_output, slots;
+	long long budget_ms, grace_ms, max_output, quota, slots;   /* quota: -1 auto */
 	const char *isolation, *guest_user;
 	bool require_isolation, json, chain, detached;
 	int in, log;

@@ -8,8 +8,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
+#include "output.h"
+#include "runs.h"
 #include "reserve.h"
+#include "stopsig.h"
 #include "svlog.h"
 
 static bool stamping;
@@ -84,12 +88,56 @@ svlog_say(const char *prog, const char *fmt, ...)
 		syslog(LOG_ERR, "%s", line);
 }
 
+void
+svlog_truncated(const struct state *st, const char *prog, const char *run_id, const struct guest *g)
+{
+	char msg[512] = "";
+	struct ek_err e = { 0 };
+	int rc = output_flag_truncated(st, run_id, g, msg, sizeof msg, &e);
+
+	if (rc != 0)
+		svlog_say(prog, "run '%s': output truncated: %s%s%s", run_id, msg,
+		    rc < 0 ? "; not flagged: " : "", rc < 0 ? e.msg : "");
+}
+
+/* A stop while the disk is full: run_id's captured output goes, said
+ * once, so that its result finds room.  False once the stop has waited
+ * SVLOG_STOP_WAIT_MS: give up. */
+static bool
+stop_while_full(struct state *st, struct db_wait *w, const char *prog, const char *run_id)
+{
+	static const char *const streams[] = { "stdout", "stderr" };
+	char name[RUN_ID_MAX + 16];
+	struct stat sb;
+	long long freed = 0;
+	size_t i;
+
+	if (w->stop_at)
+		return mono_ms() - w->stop_at < SVLOG_STOP_WAIT_MS;
+	w->stop_at = mono_ms();
+	for (i = 0; st->out_fd >= 0 && i < sizeof streams / sizeof streams[0]; i++) {
+		snprintf(name, sizeof name, "%s.%s", run_id, streams[i]);
+		if (fstatat(st->out_fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+		    unlinkat(st->out_fd, name, 0) == 0)
+			freed += (long long)sb.st_size;
+	}
+	svlog_say(prog, "run '%s': asked to stop while the disk is full: gave its captured output "
+	    "(%lld bytes) back to the disk for its result, trying %d s more", run_id, freed,
+	    SVLOG_STOP_WAIT_MS / 1000);
+	return true;
+}
+
 bool
 svlog_wait_again(struct state *st, struct db_wait *w, const char *prog, const char *run_id,
     const char *what, const struct ek_err *e)
 {
 	bool full = st->db.full, say_now;
 
+	if (full && stop_signal && !stop_while_full(st, w, prog, run_id)) {
+		svlog_say(prog, "run '%s': stopped: the disk is still full, its %s is not written: %s",
+		    run_id, what, e->msg);
+		return false;
+	}
 	if (!db_wait_again(&st->db, w, &say_now))
 		return false;
 	if (full && reserve_release(st))

@@ -43,7 +43,19 @@ void svlog_say(const char *prog, const char *fmt, ...) __attribute__((format(pri
  * should the write of WHAT for run_id that failed with e be tried again?
  * When another process holds the write lock, or the disk is full (then the
  * state's reserve is given back first: reserve.h), after a pause, with one
- * line about every 5 s of waiting (db_wait_again). */
+ * line about every 5 s of waiting (db_wait_again).  A stop (stop_signal)
+ * ends a wait for disk space: the run's own captured output is given back
+ * to the disk (the result is worth more), and the write is tried again for
+ * SVLOG_STOP_WAIT_MS at most. */
+struct guest;
+
+/* Output of guest g that was dropped: flagged beside run_id
+ * (output_flag_truncated: out/RUN.truncated) and said in one line. */
+void svlog_truncated(const struct state *st, const char *prog, const char *run_id,
+    const struct guest *g);
+
+#define SVLOG_STOP_WAIT_MS 5000
+
 bool svlog_wait_again(struct state *st, struct db_wait *w, const char *prog, const char *run_id,
     const char *what, const struct ek_err *e);
 

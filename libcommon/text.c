@@ -30,6 +30,18 @@ utf8_char(const unsigned char *p, uint32_t *cp)
 	return n;
 }
 
+/* Does cp reorder or redirect what a terminal shows?  The bidirectional
+ * embeddings and overrides (U+202A to U+202E), isolates (U+2066 to
+ * U+2069) and marks (U+200E, U+200F, U+061C) make text read otherwise
+ * than it is stored ("Trojan Source"); the line and paragraph separators
+ * (U+2028, U+2029) break a line where no newline is. */
+static bool
+reorders(uint32_t cp)
+{
+	return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+	    cp == 0x200e || cp == 0x200f || cp == 0x061c || cp == 0x2028 || cp == 0x2029;
+}
+
 char *
 text_safe(char *dst, size_t n, const char *src)
 {
@@ -41,7 +53,7 @@ text_safe(char *dst, size_t n, const char *src)
 		return dst;
 	while (*p) {
 		len = utf8_char(p, &cp);
-		if (len == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
+		if (len == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || reorders(cp)) {
 			if (o + 1 >= n)
 				break;
 			dst[o++] = '?';

@@ -6,7 +6,10 @@
  * operator's terminal, or newlines that forge log lines.  Before such text
  * is printed for a human it goes through text_safe(): every C0 control
  * (newline and tab included), DEL, every C1 control (U+0080 to U+009F,
- * U+009B, the one-byte CSI, among them) and every byte that is not part of
+ * U+009B, the one-byte CSI, among them), every character that reorders
+ * what is shown (the bidirectional overrides, embeddings, isolates and
+ * marks: U+202A to U+202E, U+2066 to U+2069, U+200E, U+200F, U+061C) or
+ * breaks a line (U+2028, U+2029), and every byte that is not part of
  * valid UTF-8 becomes '?'.  Valid UTF-8 otherwise passes unchanged.
  */
 #ifndef EK_TEXT_H

@@ -118,3 +118,52 @@ negotiation() {
 	run exec-run start --wait
 	assert_output --partial 'café ✓ ??? end'
 }
+
+@test "a feed's invalid run id never reaches the terminal or the loop's log raw: ESC[31m and BEL become '?'" {
+	start_dispatcher
+	open_session
+	local out=$BATS_TEST_TMPDIR/out sid
+	sid=$(current_session)
+	# the JSON escapes decode to ESC and BEL in the run id the feed hands out
+	lie "/v1/sessions/$sid/work" 200 \
+		'{"runs":[{"run_id":"\u001b[31mred\u0007x","txn_id":"t1","program":"/bin/true","args":[]}]}'
+	exec-accept --from-dispatcher >"$out" 2>&1 || true
+	grep -q 'red' "$out"                              # said, but defanged
+	no_controls "$out" || fail "exec-accept: $(od -c "$out" | head)"
+	grep -q '?\[31mred?x' "$out"
+	# the loop logs what exec-accept printed (its new session's first
+	# requests are answered with the lie: the heartbeat, then the feed)
+	lie "/v1/sessions/" 200 \
+		'{"runs":[{"run_id":"\u001b[31mred\u0007x","txn_id":"t1","program":"/bin/true","args":[]}]}' 3
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 2>"$out" 3>&- &
+	local loop=$!
+	wait_until 'grep -q "red" "$BATS_TEST_TMPDIR/out"'
+	kill -TERM "$loop"
+	wait "$loop" || true
+	no_controls "$out" || fail "exec-loop: $(od -c "$out" | head)"
+}
+
+@test "bidirectional overrides and isolates never reach the terminal: show, and logs on a terminal" {
+	start_dispatcher
+	open_session
+	# U+202E (right-to-left override) in the program, an argument and the output;
+	# U+2066 (an isolate), U+200F (a mark) and U+061C too
+	local rlo=$'\u202e' lri=$'\u2066' rlm=$'\u200f' alm=$'\u061c' out=$BATS_TEST_TMPDIR/out
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cp /bin/echo "$BATS_TEST_TMPDIR/bin/echo${rlo}txt.exe"
+	submit_and_accept "$(jq -nc --arg p "$BATS_TEST_TMPDIR/bin/echo${rlo}txt.exe" \
+		--arg a "gnp.${rlo}exe ${lri}x${rlm}y${alm}z" \
+		'{run_id:"b1", txn_id:"t-b1", program:$p, args:[$a]}')"
+	exec-run start --wait >/dev/null
+	for view in "show b1" "logs b1"; do
+		# shellcheck disable=SC2086 # view is a command and its operands
+		script -qec "exec-inspect $view" /dev/null >"$out" 2>&1 || true
+		grep -q 'gnp' "$out" || fail "$view: $(cat "$out")"
+		if LC_ALL=C grep -qP '\xe2\x80\xae|\xe2\x81\xa6|\xe2\x80\x8f|\xd8\x9c' "$out"; then
+			fail "exec-inspect $view: $(od -c "$out" | head -20)"
+		fi
+	done
+	exec-inspect show b1 >"$out"
+	grep -q 'echo?txt.exe' "$out"
+	grep -q 'gnp.?exe ?x?y?z' "$out"
+}

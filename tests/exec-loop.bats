@@ -333,6 +333,9 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	wait "$LOOP_PID" || status=$?
 	[ "$status" -eq "$EK_NOSESSION" ]
 	[ "$(sql "SELECT status FROM sessions")" = revoked ]
+	grep -q "exec-loop: session is over (revoked); stopping" "$BATS_TEST_TMPDIR/loop.err"
+	run grep -c "opening a new one" "$BATS_TEST_TMPDIR/loop.err"
+	assert_output 0                                  # revoked: no new session
 }
 
 @test "on TERM a running guest finishes and its result is reported before the session closes" {
@@ -353,11 +356,25 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	[ "$status" -eq "$EK_UNAVAILABLE" ]
 }
 
+@test "--output-quota reaches the supervisors: a guest's output past it is truncated and flagged" {
+	start_dispatcher
+	admin POST /admin/runs "{\"runs\":[$(spec big /bin/sh '["-c","head -c 5000 /dev/zero"]')]}" >/dev/null
+	start_loop --output-quota 1000
+	wait_until '[ "$(finished)" = 1 ]'
+	stop_loop
+	[ "$(stat -c %s "$EXEC_STATE_DIR/out/big.stdout")" = 1000 ]
+	grep -q "past the executor's output quota (1000 bytes)" "$EXEC_STATE_DIR/out/big.truncated"
+	grep -q "exec-run: run 'big': output truncated: stdout: 1000 bytes kept, 4000 dropped" "$BATS_TEST_TMPDIR/loop.err"
+}
+
 @test "usage errors exit 64" {
 	run exec-loop
 	[ "$status" -eq "$EK_USAGE" ]
 	run exec-loop --dispatcher http://x --slots many
 	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-loop --dispatcher http://x --output-quota lots
+	[ "$status" -eq "$EK_USAGE" ]
+	[[ $stderr == "exec-loop: --output-quota: 'lots' is not a number of bytes"* ]] || fail "$stderr"
 	# exec-run start's bounds, said by the option given (the default
 	# --prefetch follows --slots, and is not the one at fault)
 	local n

@@ -67,6 +67,35 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	[ "$(stat -c %a "$EXEC_STATE_DIR/out/big.stdout")" = 600 ]
 }
 
+@test "captured output is truncated past --max-output and past the executor's --output-quota, and flagged" {
+	ready big /bin/sh '["-c","head -c 300000 /dev/zero; echo err >&2"]'
+	run exec-run start --wait --max-output 1000000 --output-quota 100000
+	assert_success
+	local out=$EXEC_STATE_DIR/out
+	[ "$(stat -c %s "$out/big.stdout")" -gt 0 ]
+	[ "$(($(stat -c %s "$out/big.stdout") + $(stat -c %s "$out/big.stderr" 2>/dev/null || echo 0)))" -le 100000 ]
+	grep -q "^stdout: [0-9]* bytes kept, [0-9]* dropped, past the executor's output quota (100000 bytes)" "$out/big.truncated"
+	[ "$(stat -c %a "$out/big.truncated")" = 600 ]
+	run exec-inspect show big
+	assert_output --regexp "truncated: +stdout: [0-9]+ bytes kept, [0-9]+ dropped, past the executor's output quota"
+	exec-inspect show --json big | jq -e '.story.truncated | test("output quota")' >/dev/null
+	# past --max-output (the quota far off): flagged too, and said in the log
+	submit_and_accept "$(spec cap /bin/sh '["-c","head -c 3000 /dev/zero"]')"
+	exec-run start --max-output 1000 --output-quota 0 >/dev/null
+	wait_until '[ -e "$EXEC_STATE_DIR/out/cap.truncated" ]'
+	[ "$(cat "$out/cap.truncated")" = "stdout: 1000 bytes kept, 2000 dropped, past --max-output (1000 bytes)" ]
+	wait_until 'grep -q "run '\''cap'\'': output truncated: stdout: 1000 bytes kept" "$out/supervisors.log"'
+	# a run that lost nothing is not flagged
+	submit_and_accept "$(spec small /bin/sh '["-c","echo hi"]')"
+	exec-run start --wait >/dev/null
+	[ ! -e "$out/small.truncated" ]
+	run exec-inspect show small
+	refute_output --partial "truncated:"
+	exec-inspect show --json small | jq -e '.story.truncated == null' >/dev/null
+	run exec-run start --output-quota lots
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
 @test "a capture file is made on the guest's first byte: a silent guest leaves none" {
 	start_dispatcher
 	open_session
@@ -491,6 +520,22 @@ sup_syncs() {
 # gate ID: a run that waits for the file $BATS_TEST_TMPDIR/open-ID.
 gate() {
 	spec "$1" /bin/sh "[\"-c\",\"$(guest_wait "$BATS_TEST_TMPDIR/open-$1")\"]"
+}
+
+@test "a report refused its session's credential (401) ends the chain, not the session: the heartbeat decides" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec c1)" "$(spec c2)"
+	admin POST /admin/faults '{"kind":"lie","path":"/v1/results","status":401,"body":"{\"error\":\"unauthorized\"}","count":1}' >/dev/null
+	exec-run start --chain --slots 1 --wait >/dev/null || true
+	[ "$(sql "SELECT attempts, refused FROM results WHERE run_id = 'c1'")" = "1|0" ]   # stopped at once, kept
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'c2'")" = queued ]                # no further run taken
+	[ "$(sql "SELECT status FROM sessions")" = current ]     # a 401 does not say how it ended
+	exec-session heartbeat >/dev/null                        # the dispatcher: still current
+	exec-run start --wait >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]         # c2, delivered
+	exec-reconcile >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]
 }
 
 @test "--chain: the start marker keeps the slot bound" {

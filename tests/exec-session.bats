@@ -93,14 +93,16 @@ elapsed_ms() {
 		run --separate-stderr exec-session heartbeat
 		[ "$status" -eq "$EK_NOSESSION" ] || fail "$kind: heartbeat status $status: $stderr"
 		[[ $stderr == *"$want"* ]] || fail "$kind: stderr does not say $want: $stderr"
+		[ "$output" = "over $want" ] || fail "$kind: heartbeat said '$output'"   # exec-loop reads it
 		[ "$(sql "SELECT status FROM sessions WHERE session_id='$sid'")" = "$want" ] ||
 			fail "$kind: local status $(sql "SELECT status FROM sessions WHERE session_id='$sid'")"
 		[ "$(sql "SELECT count(*) FROM sessions WHERE status='current'")" = 0 ]
 		# No current session any more: nothing can be accepted under it.
 		run --separate-stderr exec-accept < <(spec "r-$kind")
 		[ "$status" -eq "$EK_NOSESSION" ]
-		run exec-session heartbeat
+		run --separate-stderr exec-session heartbeat
 		[ "$status" -eq "$EK_NOSESSION" ]
+		[ -z "$output" ]                         # none current here: nothing was said over
 	done
 	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
 }

@@ -110,10 +110,16 @@ load drill
 	rm -f "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
 	restart_dispatcher                               # a new incarnation, no sessions
 	enroll_executors                                 # nor enrollments: the operator enrolls again
-	run exec-session heartbeat
-	[ "$status" -eq "$EK_NOSESSION" ] || [ "$status" -eq "$EK_PROTOCOL" ]
+	# a report meets the loss first: refused (401), delivery stops, and
+	# how the session ended is left to the heartbeat, which asks about it
 	run exec-reconcile
 	[ "$status" -ne 0 ]
+	[ "$(val "SELECT count(*) FROM sessions WHERE status = 'current'")" = 1 ]
+	run exec-session heartbeat
+	[ "$status" -eq "$EK_NOSESSION" ]                # over, not "nonsense" (76) forever
+	assert_output --partial "over unknown"
+	assert_output --partial "the dispatcher does not know it any more"
+	[ "$(val "SELECT count(*) FROM sessions WHERE status = 'current'")" = 0 ]
 	[ "$(val "SELECT count(*) FROM results WHERE run_id = 'e2' AND refused = 0")" = 1 ]   # kept
 	[ "$(val "SELECT state FROM runs WHERE run_id = 'e3'")" = queued ]
 	exec-session open --dispatcher "$DISP_URL" >/dev/null   # a session with the new dispatcher
@@ -125,4 +131,94 @@ load drill
 	[ "$status" -eq "$EK_NOSESSION" ]                # never sent under the new session
 	check   # the receipt of e1 names the lost incarnation: noted, not checkable
 	assert_output --partial "note incarnation"
+}
+
+@test "dispatcher store lost under a running exec-loop: the loop opens a new session and goes on; nothing runs twice, new work runs" {
+	start_dispatcher
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 2 --prefetch 4 --jitter-ms 0 \
+		2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	loop=$!
+	remember "$loop"
+	submit "$(gspec a1)" "$(gspec a2)"
+	wait_until '[ "$(disp_count finished)" = 2 ]'         # acknowledged before the loss
+	fault 5xx 100000
+	submit "$(gspec r1)"                                   # its reports fail: retained at the loss
+	wait_until '[ "$(val "SELECT count(*) FROM results WHERE run_id = '\''r1'\'' AND attempts >= 1")" = 1 ]'
+	submit "$(gspec g1 0 1)" "$(gspec g2 0 1)"             # gated: in flight at the loss
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 2 ]'
+	submit "$(gspec q1)" "$(gspec q2)"                     # accepted here, no slot free
+	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''queued'\''")" = 2 ]'
+	old=$(current_session)
+	# baseline witness
+	[ "$(disp_count accepted)" = 5 ]
+	# the loss: the dispatcher comes back on the same port with a new, empty store
+	kill_dispatcher
+	mv "$BATS_TEST_TMPDIR/disp.db" "$BATS_TEST_TMPDIR/disp.lost.db"
+	rm -f "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
+	restart_dispatcher
+	enroll_executors       # an empty store knows no enrollment: the operator enrolls again
+	touch "$GO"            # the runs in flight end now: their reports meet the loss (401)
+	# the loop is told its session is over (not 76 forever) and opens a new
+	# one: the new store binds the executor's key on first use
+	wait_until '[ -n "$(current_session)" ] && [ "$(current_session)" != "$old" ]'
+	grep -q "no longer knows this session" "$BATS_TEST_TMPDIR/loop.err"
+	[ "$(sql "SELECT status FROM sessions WHERE session_id = '$old'")" = revoked ]
+	kill -0 "$loop"
+	# new work, submitted after the restart, runs
+	submit "$(gspec n1)" "$(gspec n2)" "$(gspec n3)"
+	wait_until '[ "$(disp_count finished)" = 3 ]'
+	exec-run wait --timeout-ms "$WAIT_MS"                 # every supervisor ended
+	kill -TERM "$loop"
+	wait "$loop"
+	# a fresh process observes: every guest at most once; the runs in
+	# flight and the one retained ran once and keep their results as
+	# evidence (the dispatcher
+	# that handed them out is gone, and nothing of it can be adopted); the
+	# runs queued at the loss never ran and stay quarantined, visible
+	for r in a1 a2 r1 g1 g2 n1 n2 n3; do [ "$(ran "$r")" = 1 ]; done
+	[ "$(val "SELECT count(*) FROM results WHERE run_id IN ('r1', 'g1', 'g2') AND session_id = '$old'")" = 3 ]
+	[ "$(val "SELECT count(*) FROM runs WHERE state = 'started'")" = 0 ]   # nothing stranded running
+	# the queued ones: a start in the second before the loss was noticed
+	# may have run one (once, its result kept as evidence); the others
+	# never run, quarantined
+	for r in q1 q2; do
+		case $(ran "$r") in
+		0) exec-inspect list quarantined --ids | grep -qx "$r" || fail "$r neither ran nor is quarantined" ;;
+		1) [ "$(val "SELECT count(*) FROM results WHERE run_id = '$r' AND session_id = '$old'")" = 1 ] ;;
+		*) fail "$r ran $(ran "$r") times" ;;
+		esac
+	done
+	[ "$(disp_count queued)" = 0 ]                        # nothing stranded at the dispatcher
+	[ "$(disp_count offered)" = 0 ]
+	[ "$(disp_count accepted)" = 0 ]
+	[ "$(admin GET /admin/summary | grep -o '"ledger_total":[0-9]*')" = '"ledger_total":3' ]
+	check --dispatcher-store "$BATS_TEST_TMPDIR/disp.db"
+}
+
+@test "dispatcher store lost, restarted with the same incarnation: open --adopt cannot adopt the forgotten session, and the new one stays current" {
+	start_dispatcher
+	open_session
+	inc=$(exec-session show --json | sed -n 's/.*"incarnation":"\([^"]*\)".*/\1/p')
+	submit "$(gspec s1)"
+	exec-accept --from-dispatcher >/dev/null
+	fault 5xx 3
+	exec-run supervise --budget-ms 1000 s1 >/dev/null   # s1 retained
+	old=$(current_session)
+	kill_dispatcher
+	rm -f "$BATS_TEST_TMPDIR/disp.db" "$BATS_TEST_TMPDIR/disp.db-wal" "$BATS_TEST_TMPDIR/disp.db-shm"
+	restart_dispatcher --incarnation "$inc"          # empty, under the old name
+	enroll_executors
+	run exec-session heartbeat
+	[ "$status" -eq "$EK_NOSESSION" ]
+	assert_line "over unknown"
+	# the adoption's 404 unknown_session is about the old session, not ours
+	run exec-session open --dispatcher "$DISP_URL" --adopt
+	assert_success
+	assert_output --partial "session '$old' not adopted"
+	new=$(current_session)
+	[ -n "$new" ]
+	[ "$new" != "$old" ]
+	exec-session heartbeat >/dev/null
+	[ "$(ran s1)" = 1 ]
+	[ "$(val "SELECT count(*) FROM results WHERE run_id = 's1' AND refused = 0")" = 1 ]
 }

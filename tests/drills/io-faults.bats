@@ -211,3 +211,79 @@ filler_spec() {
 	[ "$(disp_charges k1)" = 1 ]
 	check --drained
 }
+
+# out_bytes: the bytes of captured output under the state (out/RUN.*).
+out_bytes() {
+	local f n=0
+	for f in "$EXEC_STATE_DIR"/out/*.stdout "$EXEC_STATE_DIR"/out/*.stderr; do
+		[ -f "$f" ] && n=$((n + $(stat -c %s "$f")))
+	done
+	echo "$n"
+}
+
+@test "output on a 16 MiB state filesystem: the default quota (a quarter) truncates and flags it; heartbeat and accept go on" {
+	full_fs 16m
+	start_dispatcher
+	open_session
+	local specs=() i
+	for i in 1 2 3 4; do
+		specs+=("{\"run_id\":\"o$i\",\"txn_id\":\"t-o$i\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo o$i >> $LEDGER; head -c 3000000 /dev/zero\"]}")
+	done
+	submit "${specs[@]}"
+	exec-accept --from-dispatcher >/dev/null
+	# 4 runs of 3 MB each, 8 MiB allowed a stream: 12 MB would fill the
+	# disk the results go to; the quota (4 MiB) stops the output first
+	exec-run start --wait --max-output 8388608 >/dev/null
+	[ "$(out_bytes)" -le $((4 * 1024 * 1024 + 4 * 256 * 1024)) ] || fail "out/ holds $(out_bytes) bytes"
+	run cat "$EXEC_STATE_DIR"/out/*.truncated
+	assert_output --partial "past the executor's output quota (4194304 bytes)"
+	# every result retained and delivered; the executor goes on
+	for i in 1 2 3 4; do
+		[ "$(ran "o$i")" = 1 ]
+		[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'o$i'")" = 1 ]
+	done
+	exec-session heartbeat >/dev/null
+	submit "$(gspec after)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start --wait >/dev/null
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'after'")" = 1 ]
+	# the collector's default keeps half of the quota: an eighth of the disk
+	exec-reconcile --output-cap auto >/dev/null
+	[ "$(out_bytes)" -le $((2 * 1024 * 1024)) ] || fail "out/ holds $(out_bytes) bytes after collection"
+	check --drained
+}
+
+@test "a stop while the result waits for disk space: the supervisor gives its run's output back, retains and delivers the result, and ends" {
+	full_fs 4m
+	start_dispatcher
+	open_session
+	# the guest's own output fills the disk (no quota, no per-stream cap to speak of)
+	submit "{\"run_id\":\"fill\",\"txn_id\":\"t-fill\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo fill >> $LEDGER; $(guest_wait "$GO"); head -c 8000000 /dev/zero; exit 0\"]}"
+	exec-accept --from-dispatcher >/dev/null
+	rm -f "$EXEC_STATE_DIR/reserve"                    # no reserve to give back
+	exec-run supervise --max-output 16777216 --output-quota 0 fill \
+		>"$BATS_TEST_TMPDIR/sup.out" 2>"$BATS_TEST_TMPDIR/sup.err" 3>&- &
+	local sup=$!
+	remember "$sup"
+	wait_until '[ "$(val "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id = '\''fill'\''")" -gt 0 ]'
+	touch "$GO"
+	wait_until 'grep -q "waits for disk space" "$BATS_TEST_TMPDIR/sup.err"'
+	[ "$(val "SELECT count(*) FROM results")" = 0 ]
+	# the stop: honoured while it waits
+	kill -TERM "$sup"
+	wait_until '! kill -0 "$sup" 2>/dev/null'
+	status=0
+	wait "$sup" || status=$?
+	[ "$status" -eq 0 ] || fail "supervisor exited $status: $(cat "$BATS_TEST_TMPDIR/sup.err")"
+	grep -q "asked to stop while the disk is full: gave its captured output" "$BATS_TEST_TMPDIR/sup.err"
+	[ ! -e "$EXEC_STATE_DIR/out/fill.stdout" ]
+	# the result is retained (and here delivered): never unknown, never run again
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'fill'") + $(val "SELECT count(*) FROM results WHERE run_id = 'fill'")" != "0 + 0" ]
+	[ "$(val "SELECT count(*) FROM runs WHERE state = 'unknown'")" = 0 ]
+	exec-run sweep >/dev/null
+	exec-reconcile --drain >/dev/null || true
+	[ "$(val "SELECT count(*) FROM receipts WHERE run_id = 'fill'")" = 1 ]
+	[ "$(disp_charges fill)" = 1 ]
+	[ "$(ran fill)" = 1 ]
+	check --drained
+}
