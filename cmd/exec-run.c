@@ -159,7 +159,7 @@ say_containment(const struct run *r, struct guest *g)
  * isolation) is not run: that is its result. */
 static int
 run_guest(struct state *st, const struct opts *o, const struct isolate *iso, const struct run *r,
-    struct guest_end *end, struct ek_err *e)
+    struct guest_end *end, int64_t dropped[2], struct ek_err *e)
 {
 	char names[2][RUN_ID_MAX + 16];
 	struct guest g;
@@ -184,6 +184,8 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	}
 	crash_point("after-spawn");
 	guest_wait(&g, r->timeout_ms ? mono_ms() + r->timeout_ms : 0, &stop_signal, o->grace_ms, end);
+	dropped[0] = (int64_t)g.dropped[0];   /* cut at --max-output: told by show */
+	dropped[1] = (int64_t)g.dropped[1];
 	say_containment(r, &g);
 	guest_close(&g);
 	if (rc > 0) {
@@ -193,19 +195,26 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	return 0;
 }
 
+/* The result and its delivery, one line; for a run that did not simply
+ * exit or get cancelled, the message last ("why: cannot execute '/x': No
+ * such file or directory"), so the loop's log tells what went wrong
+ * without a look at the state. */
 static int
 print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
-    const struct deliver_report *d)
+    const char *message, const struct deliver_report *d)
 {
 	char safe[sizeof d->detail], n[32];
 
 	if (o->json)
-		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
-		    "run_id", run_id, "outcome", outcome, "exit_code", code,
+		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:s}", "event",
+		    "result", "run_id", run_id, "outcome", outcome, "exit_code", code, "message", message,
 		    "delivery", deliver_status_name(d->status), "attempts", d->attempts, "detail", d->detail));
-	printf("%s%s %s %d: %s (%s): %s\n", svlog_prefix(), run_id, outcome, code,
-	    deliver_status_words(d->status),
-	    cli_plural(n, sizeof n, d->attempts, "attempt"), text_safe(safe, sizeof safe, d->detail));
+	printf("%s%s %s %d: %s (%s): %s", svlog_prefix(), run_id, outcome, code,
+	    deliver_status_words(d->status), cli_plural(n, sizeof n, d->attempts, "attempt"),
+	    text_safe(safe, sizeof safe, d->detail));
+	if (strcmp(outcome, "exited") != 0 && strcmp(outcome, "cancelled") != 0)
+		printf("; why: %s", text_safe(safe, sizeof safe, message));
+	putchar('\n');
 	return 0;
 }
 
@@ -216,7 +225,7 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
  * exec-reconcile; the execution row goes all the same. */
 static int
 finish(struct state *st, const struct opts *o, const struct run *r, const struct guest_end *end,
-    struct ek_err *e)
+    const int64_t dropped[2], struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	const char *outcome;
@@ -231,7 +240,8 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
-	    msg, o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e) < 0)
+	    msg, end->why == GUEST_NOT_RUN ? NULL : dropped, o->budget_ms + DELIVER_CLAIM_SLACK_MS,
+	    &won, e) < 0)
 		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
 			return -1;
 	/* The rest need not be synced before the next durable commit: the
@@ -252,11 +262,11 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 		return -1;
 	}
 	if (!won && result_load(st, r->run_id, &res, e) == 1) {
-		print_delivery(o, r->run_id, res.outcome, res.exit_code, &d);   /* the other chooser's */
+		print_delivery(o, r->run_id, res.outcome, res.exit_code, res.message, &d);   /* the other chooser's */
 		result_free(&res);
 		return 0;
 	}
-	return print_delivery(o, r->run_id, outcome, code, &d);
+	return print_delivery(o, r->run_id, outcome, code, msg, &d);
 }
 
 /* Guests fall back to no isolation: say so once, on stderr. */
@@ -281,6 +291,7 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
     struct ek_err *e)
 {
 	struct guest_end end;
+	int64_t dropped[2] = { 0, 0 };
 	int rc;
 
 	crash_point("start-marker");
@@ -302,10 +313,10 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
 		ek_clear(e);
 		rc = 0;
 	} else {
-		rc = run_guest(st, o, iso, r, &end, e);
+		rc = run_guest(st, o, iso, r, &end, dropped, e);
 	}
 	if (rc == 0)
-		rc = finish(st, o, r, &end, e);
+		rc = finish(st, o, r, &end, dropped, e);
 	isolate_view_remove(st, r->run_id);
 	return rc;
 }
@@ -555,7 +566,7 @@ cancel_queued(struct state *st, const struct opts *o, const struct run *r, struc
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0 ||
 	    run_delete(st, r->run_id, e) < 0)
 		return -1;
-	return print_delivery(o, r->run_id, "cancelled", 128 + SIGTERM, &d);
+	return print_delivery(o, r->run_id, "cancelled", 128 + SIGTERM, "cancelled", &d);
 }
 
 /* Report a cancel that signalled a live supervisor, or found it gone. */
@@ -587,7 +598,7 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 		return -1;
 	crash_point("cancel-marked");
 	if (v == CANCEL_QUEUED) {
-		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled",
+		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled", NULL,
 		    o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e);
 		if (rc == 0)
 			rc = cancel_queued(st, o, &r, e);

@@ -48,10 +48,11 @@ record_exported(struct state *st, const char *path, int64_t cutoff, bool adoptab
     int64_t last, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
-	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, evidence, "
-	    "recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
-	    "results.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
-	    "chosen_at, CASE WHEN refused THEN 'refused (' || IFNULL(refused_cause, '') || "
+	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, message, "
+	    "stdout_dropped, stderr_dropped, evidence, recorded_at) SELECT run_id, (SELECT a.txn_id "
+	    "FROM accepts a WHERE a.run_id = results.run_id), incarnation, session_id, 'finished', "
+	    "outcome, exit_code, started_at, chosen_at, message, stdout_dropped, stderr_dropped, "
+	    "CASE WHEN refused THEN 'refused (' || IFNULL(refused_cause, '') || "
 	    "'), evidence exported to ' ELSE 'not delivered, evidence exported to ' END || ?5, ?6 "
 	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e);
 
@@ -266,9 +267,10 @@ record_pruned(struct state *st, int64_t cutoff, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
 	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, acked_at, "
-	    "evidence, recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
-	    "receipts.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
-	    "chosen_at, acked_at, 'delivered and acknowledged; its receipt pruned', ?3 "
+	    "message, stdout_dropped, stderr_dropped, evidence, recorded_at) SELECT run_id, "
+	    "(SELECT a.txn_id FROM accepts a WHERE a.run_id = receipts.run_id), incarnation, "
+	    "session_id, 'finished', outcome, exit_code, started_at, chosen_at, acked_at, message, "
+	    "stdout_dropped, stderr_dropped, 'delivered and acknowledged; its receipt pruned', ?3 "
 	    "FROM receipts WHERE rowid IN (SELECT rowid FROM receipts WHERE acked_at < ?1 "
 	    "ORDER BY rowid LIMIT ?2)", e);
 

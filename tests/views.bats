@@ -192,7 +192,7 @@ story_value() {
 	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
 	[[ "$(story_value delivery)" =~ ^[0-9]+\ attempts?,\ dispatcher\ record\ [0-9]+,\ acknowledged\ [0-9]{4}- ]]
 	run --separate-stderr exec-inspect show st1 --json
-	assert_output --regexp '"story":\{"program":"/bin/sh","args":\["-c","echo out; echo err >&2"\],"accepted_at":[0-9]+,"started_at":[0-9]+,"finished_at":[0-9]+,"duration_ms":[0-9]+,"outcome":"exited","exit_code":0,"attempts":[0-9]+,"record_id":[0-9]+,"acked_at":[0-9]+,'
+	assert_output --regexp '"story":\{"program":"/bin/sh","args":\["-c","echo out; echo err >&2"\],"env":null,"cwd":null,"timeout_ms":null,"accepted_at":[0-9]+,"started_at":[0-9]+,"finished_at":[0-9]+,"duration_ms":[0-9]+,"outcome":"exited","exit_code":0,"message":"exited with status 0","stdout_dropped":0,"stderr_dropped":0,"attempts":[0-9]+,"record_id":[0-9]+,"acked_at":[0-9]+,'
 	# the lookup still never tells the program
 	run exec-inspect lookup st1 --session "$(current_session)" --json
 	refute_output --partial /bin/sh
@@ -318,4 +318,111 @@ story_value() {
 	exec-run start --wait >/dev/null
 	run --separate-stderr exec-inspect show p1
 	[[ "$(story_value delivery)" == "1 attempt, dispatcher record "* ]]
+}
+
+# A date-time as the views print it.
+DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
+
+@test "show after housekeeping: a pruned receipt's run tells it finished, how, when and where its evidence went" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec hk1 /bin/sh '["-c","exit 3"]')"
+	exec-run start --wait >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'hk1'")" = 1 ]
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000 WHERE run_id = 'hk1'"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 0 ]
+	run --separate-stderr exec-inspect show hk1
+	assert_success
+	assert_line -n 0 --regexp "^run hk1: finished \(exited 3\); delivered and acknowledged; its receipt pruned at $DT$"
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value outcome)" = "exited 3" ]
+	[ "$(story_value message)" = "exited with status 3" ]
+	[[ "$(story_value started)" =~ ^$DT$ ]]
+	[[ "$(story_value finished)" =~ ^$DT$ ]]
+	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
+	[[ "$(story_value delivery)" =~ ^acknowledged\ $DT$ ]]
+	[[ "$(story_value evidence)" =~ ^delivered\ and\ acknowledged\;\ its\ receipt\ pruned\ at\ $DT$ ]]
+	refute_output --partial "no execution row"
+	run --separate-stderr exec-inspect show hk1 --json
+	assert_output --regexp '"verdict":"finished",'
+	assert_output --regexp '"outcome":"exited","exit_code":3,"message":"exited with status 3",'
+	assert_output --regexp '"evidence":"delivered and acknowledged; its receipt pruned","evidence_at":[0-9]+,'
+}
+
+@test "show after --export-evidence: the refused run tells its outcome, why it failed, and the file its evidence went to" {
+	start_dispatcher
+	open_session
+	spec ex1 /nonexistent/prog | exec-accept >/dev/null   # never submitted: refused
+	run --separate-stderr exec-run start --wait
+	# the run's line tells why, for the loop's log
+	assert_line --regexp "^ex1 exec_failed 127: delivery refused .*; why: cannot execute '/nonexistent/prog': No such file or directory$"
+	[ "$(sql "SELECT refused FROM results WHERE run_id = 'ex1'")" = 1 ]
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl" >/dev/null
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	run --separate-stderr exec-inspect show ex1
+	assert_success
+	assert_line -n 0 --regexp "^run ex1: finished \(exec_failed 127\); refused \(unknown_run\), evidence exported to $BATS_TEST_TMPDIR/ev.jsonl at $DT$"
+	[ "$(story_value outcome)" = "exec_failed 127" ]
+	[[ "$(story_value message)" == "cannot execute '/nonexistent/prog': No such file or directory" ]]
+	[[ "$(story_value evidence)" =~ ^refused\ \(unknown_run\),\ evidence\ exported\ to\ .*/ev.jsonl\ at\ $DT$ ]]
+	[ "$(story_value delivery)" = "never acknowledged" ]
+}
+
+@test "show of a handed-back run: handed back at T, re-queued as rq-...; the startup report counts it apart from quarantined runs" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec hb1 /bin/true '[]' '"due_at":32503680000000')"
+	exec-session close >/dev/null
+	rq=$(sql "SELECT requeued_as FROM handbacks WHERE run_id = 'hb1'")
+	[[ "$rq" =~ ^rq-[0-9a-f]{16}$ ]]
+	run --separate-stderr exec-session open --dispatcher "$DISP_URL" --timeout-ms "$WAIT_MS"
+	assert_success
+	assert_line "quarantined: 0 runs of other sessions (0 queued, 0 started)"
+	assert_line "handed back: 1 run (0 more marked, not acknowledged yet)"
+	run --separate-stderr exec-inspect show hb1
+	assert_success
+	assert_line -n 0 --regexp "^run hb1: handed back at $DT, re-queued as $rq; never started here$"
+	[[ "$(story_value binding)" == *"(session closed; not current: handed back)" ]]
+	refute_output --partial "quarantined"
+	refute_output --partial "not started yet"
+	run --separate-stderr exec-inspect show hb1 --json
+	assert_output --regexp '"verdict":"handed_back",'
+	assert_output --regexp "\"handed_back_at\":[0-9]+,\"requeued_as\":\"$rq\","
+	run --separate-stderr exec-inspect summary --json
+	assert_output --partial '"quarantined":{"total":0,"queued":0,"started":0}'
+	assert_output --partial '"handed_back":{"acknowledged":1,"pending":0}'
+}
+
+@test "show keeps why a run failed after acknowledgement, flags cut output, and tells env names (never values), cwd and timeout" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec wf1 /bin/sh '["-c","head -c 5000 /dev/zero; exit 7"]' \
+		'"env":{"TOKEN":"s3cr3t-value","MODE":"x"},"cwd":"/tmp","timeout_ms":60000')"
+	exec-run start --wait --max-output 1000 >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'wf1'")" = 1 ]   # acknowledged
+	run --separate-stderr exec-inspect show wf1
+	assert_success
+	[ "$(story_value message)" = "exited with status 7" ]
+	[ "$(story_value output)" = "TRUNCATED at --max-output: 4000 bytes of stdout and 0 of stderr dropped" ]
+	[ "$(story_value env)" = "MODE TOKEN (values not shown)" ]
+	[ "$(story_value cwd)" = /tmp ]
+	[ "$(story_value timeout)" = 1m00s ]
+	refute_output --partial s3cr3t-value
+	run --separate-stderr exec-inspect show wf1 --json
+	assert_output --partial '"env":["MODE","TOKEN"],"cwd":"/tmp","timeout_ms":60000,'
+	assert_output --partial '"message":"exited with status 7","stdout_dropped":4000,"stderr_dropped":0,'
+	refute_output --partial s3cr3t-value
+	# and after the receipt is pruned, the run record keeps them
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	run --separate-stderr exec-inspect show wf1
+	[ "$(story_value message)" = "exited with status 7" ]
+	[[ "$(story_value output)" == TRUNCATED* ]]
+	# a run whose output fitted says so
+	submit_and_accept "$(spec wf2 /bin/echo '["hi"]')"
+	exec-run start --wait >/dev/null 2>&1
+	run --separate-stderr exec-inspect show wf2
+	[ "$(story_value output)" = "kept whole" ]
+	[ "$(story_value env)" = - ]
 }
