@@ -426,3 +426,30 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	[ "$(story_value output)" = "kept whole" ]
 	[ "$(story_value env)" = - ]
 }
+
+@test "cancel: the current session by default, several ids at once; one that cannot be cancelled is said and the rest go on" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec cq0 /bin/true '[]' '"due_at":32503680000000')"
+	open_session   # cq0 is now quarantined
+	submit_and_accept "$(spec cq1 /bin/true '[]' '"due_at":32503680000000')" \
+		"$(spec cq2 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq1 cq2
+	assert_success
+	assert_line --regexp '^cq1 cancelled 143: delivered '
+	assert_line --regexp '^cq2 cancelled 143: delivered '
+	[ "$(sql "SELECT group_concat(run_id) FROM receipts WHERE outcome = 'cancelled' ORDER BY run_id")" = cq1,cq2 ]
+	submit_and_accept "$(spec cq3 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq0 cq3 nosuch
+	[ "$status" -eq "$EK_NOSESSION" ]   # the first failure's
+	assert_line --regexp '^cq3 cancelled 143: delivered '
+	[[ "$stderr" == *"run 'cq0' belongs to session"* ]]
+	[[ "$stderr" == *"run 'nosuch': no execution row"* ]]
+	[[ "$stderr" == *"2 of 3 runs not cancelled"* ]]
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'cq0'")" = queued ]
+	# --session still guards: a session that is not current cancels nothing
+	submit_and_accept "$(spec cq4 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq4 --session ses-0000000000000000
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(sql "SELECT cancel_at IS NULL FROM runs WHERE run_id = 'cq4'")" = 1 ]
+}
