@@ -75,7 +75,8 @@ static const char USAGE[] =
 	"             session is opened (doc/recovery.md, \"Backup and restore\")\n"
 	"\n"
 	"Options:\n"
-	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
+	"      --dispatcher URL   dispatcher base URL (open only),\n"
+	"                         e.g. http://127.0.0.1:8080\n"
 	"      --adopt            open: then adopt every earlier session that still holds\n"
 	"                         retained results (exec-loop does this by default)\n"
 	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
@@ -444,12 +445,14 @@ adopt_one(struct state *st, const struct opts *o, struct session *cur, const str
 static void
 print_adoption(const struct opts *o, const struct session *cur, const struct session *old, int64_t n)
 {
+	char w[48];
+
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:I}", "event", "session_adopt",
 		    "session_id", old->b.session_id, "by", cur->b.session_id, "deliverable", (json_int_t)n));
 	else
-		printf("session %s (%s) adopted by %s: %lld retained results now deliverable\n",
-		    old->b.session_id, old->status, cur->b.session_id, (long long)n);
+		printf("session %s (%s) adopted by %s: %s now deliverable\n", old->b.session_id,
+		    old->status, cur->b.session_id, cli_plural(w, sizeof w, n, "retained result"));
 }
 
 static int

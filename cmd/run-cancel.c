@@ -81,6 +81,7 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct ek_err first = { 0 };
 	int i, failed = 0;
+	char n[48];
 
 	if (o->nids == 1)
 		return cancel_one(st, o, o->ids[0], e);
@@ -95,5 +96,6 @@ cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	if (!failed)
 		return 0;
-	return ek_fail(e, first.code, "%d of %d runs not cancelled (each said above)", failed, o->nids);
+	return ek_fail(e, first.code, "%s not cancelled, of the %d named (each said above)",
+	    cli_plural(n, sizeof n, failed, "run"), o->nids);
 }

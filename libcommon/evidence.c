@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "crash.h"
 #include "evidence.h"
@@ -78,6 +79,7 @@ export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool a
 	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body, rowid "
 	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 ORDER BY rowid LIMIT ?3", e);
 	int64_t first = *last;
+	char rows[48];
 	int rc;
 
 	if (!q)
@@ -112,8 +114,8 @@ export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool a
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
 	if (sqlite3_changes(st->db.h) != *n)
-		return ek_fail(e, EK_SOFTWARE, "export wrote %lld rows but %d match now; nothing deleted",
-		    (long long)*n, sqlite3_changes(st->db.h));
+		return ek_fail(e, EK_SOFTWARE, "export wrote %s but %d match now; nothing deleted",
+		    cli_plural(rows, sizeof rows, *n, "row"), sqlite3_changes(st->db.h));
 	return 0;
 }
 

@@ -68,6 +68,21 @@ sorted() { LC_ALL=C sort; }
 	assert_output ''
 }
 
+@test "--outcome offers the outcomes, -o the columns of the table at hand, name after comma" {
+	run complete_words exec-inspect list refused --outcome ''
+	assert_output "$(printf '%s\n' exited killed timeout cancelled exec_failed)"
+	run complete_words exec-inspect list receipts --outcome=ex
+	assert_output "$(printf '%s\n' exited exec_failed)"
+	run complete_words exec-inspect list refused -o ''
+	assert_output "$(printf '%s\n' run_id incarnation session_id outcome exit_code chosen_at attempts refused_cause last_diag)"
+	run complete_words exec-inspect list queued --columns run_id,d
+	assert_output run_id,due_at
+	run complete_words exec-inspect list running -o 'run_id,sup_pid,g'
+	assert_output run_id,sup_pid,guest_pid
+	run complete_words exec-session show -o l
+	assert_output "$(printf '%s\n' last_beat lease)"
+}
+
 # help_commands TOOL [WORD]: the command words (after WORD) that the usage
 # lines of TOOL --help name, split at '|', one a line, sorted.
 help_commands() {
