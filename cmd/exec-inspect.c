@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "complete.h"
+#include "exec-inspect.h"
 #include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
@@ -48,10 +49,11 @@
 #include "text.h"
 #include "timefmt.h"
 
-static const char PROG[] = "exec-inspect";
+static const char PROG[] = EXEC_INSPECT_PROG;
 
 enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, OPT_SINCE,
-	OPT_OUTCOME, OPT_STDERR, OPT_NUL = '0', OPT_COLUMNS = 'o', OPT_FOLLOW = 'f' };
+	OPT_OUTCOME, OPT_STDERR, OPT_NO_HEADINGS, OPT_LIMIT, OPT_REVERSE, OPT_NUL = '0',
+	OPT_COLUMNS = 'o', OPT_FOLLOW = 'f', OPT_WIDE = 'w' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -67,6 +69,10 @@ static const struct option options[] = {
 	{ "outcome", required_argument, NULL, OPT_OUTCOME },
 	{ "stderr", no_argument, NULL, OPT_STDERR },
 	{ "follow", no_argument, NULL, OPT_FOLLOW },
+	{ "wide", no_argument, NULL, OPT_WIDE },
+	{ "no-headings", no_argument, NULL, OPT_NO_HEADINGS },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "reverse", no_argument, NULL, OPT_REVERSE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -94,8 +100,9 @@ static const char USAGE[] =
 	"                 bindings), unknown, retained (results not refused), refused,\n"
 	"                 orphaned (retained under a session that is not current),\n"
 	"                 queued, running (of the current session) or receipts; a\n"
-	"                 table sized to its content; FILTER is --since AGE,\n"
-	"                 --outcome OUTCOME, --session SID\n"
+	"                 table sized to its content and cut to the terminal's width\n"
+	"                 (-w: whole); FILTER is --since AGE, --outcome OUTCOME,\n"
+	"                 --session SID\n"
 	"  show RUN_ID    a run's story (program, args, env names, cwd, timeout,\n"
 	"                 binding, times, outcome, message, whether output was cut,\n"
 	"                 delivery, where the evidence went, hand-back, output files),\n"
@@ -123,6 +130,10 @@ static const char USAGE[] =
 	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
 	"  -o, --columns COLUMNS  list: print only these columns, in this order (comma\n"
 	"                         list of the header's names, any case)\n"
+	"  -w, --wide             list: never cut a cell to fit the terminal\n"
+	"      --no-headings      list: no header line\n"
+	"      --limit N          list: at most N rows (the first in the list's order)\n"
+	"      --reverse          list: newest first (with --limit N: the newest N)\n"
 	"      --since AGE        list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
 	"                         the time the list is ordered by)\n"
 	"      --outcome OUTCOME  list retained, refused, orphaned, receipts: rows of\n"
@@ -157,14 +168,6 @@ static const char USAGE[] =
 	"77 no current session, or --session names another one, or relay: the\n"
 	"session is over; 78 state from another version, or unsafe permissions.\n";
 
-struct opts {
-	const struct command *cmd;
-	const struct relay_ctx *relay;   /* relay: read by main before the guard */
-	const char *state_dir, *session, *arg, *output, *columns, *outcome, *prefix;
-	int64_t timeout_ms, since_ms;
-	int json, ids, utc, err, follow;
-	char sep;
-};
 
 /* --- human output ------------------------------------------------------------ */
 
@@ -469,75 +472,6 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 	return rc;
 }
 
-/* --- list ------------------------------------------------------------------------- */
-
-struct lister {
-	const struct opts *o;
-	struct table *t;
-	int failed;
-};
-
-static int
-list_one(json_t *row, void *arg)
-{
-	struct lister *l = arg;
-	const char *k;
-	json_t *v;
-
-	if (l->o->ids) {
-		fputs(json_string_value(json_object_get(row, "run_id")), stdout);
-		putchar(l->o->sep);
-	} else if (l->o->json)
-		json_emit(stdout, json_incref(row));
-	else if (table_row(l->t) < 0)
-		l->failed = 1;
-	else
-		json_object_foreach(row, k, v)
-			if (table_cell_json(l->t, k, v) < 0)
-				l->failed = 1;
-	return l->failed || ferror(stdout) ? 1 : 0;
-}
-
-/* The table of a list: its columns, narrowed by -o. */
-static int
-list_table(struct state *st, const struct opts *o, struct table **out, struct ek_err *e)
-{
-	struct table *t = table_new();
-	json_t *names = NULL, *n;
-	char why[512];
-	size_t i;
-
-	*out = t;
-	if (!t || inspect_list_columns(st, o->arg, &names, e) < 0)
-		return t ? -1 : ek_fail(e, EK_OSERR, "out of memory");
-	json_array_foreach(names, i, n)
-		if (table_column(t, json_string_value(n)) < 0) {
-			json_decref(names);
-			return ek_fail(e, EK_OSERR, "out of memory");
-		}
-	json_decref(names);
-	if (o->columns && table_select(t, o->columns, why, sizeof why) < 0)
-		return ek_fail(e, EK_USAGE, "-o: list %s: %s", o->arg, why);
-	return 0;
-}
-
-static int
-cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
-{
-	struct inspect_filter f = { o->since_ms, o->outcome, o->session };
-	struct lister l = { o, NULL, 0 };
-	int rc = o->ids || o->json ? 0 : list_table(st, o, &l.t, e);
-
-	if (rc == 0)
-		rc = inspect_list(st, o->arg, &f, list_one, &l, e);
-	if (rc == 0 && l.failed)
-		rc = ek_fail(e, EK_OSERR, "out of memory");
-	if (rc == 0 && l.t && table_rows(l.t))
-		table_print(l.t, stdout, true);
-	table_free(l.t);
-	return rc;
-}
-
 static int
 cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -682,8 +616,11 @@ check_options(const struct opts *o)
 	if (o->outcome && !inspect_list_has_outcome(o->arg))
 		return cli_usage_error(PROG, "--outcome goes with list retained, refused, orphaned "
 		    "or receipts (list %s has no outcome)", o->arg);
-	if (o->columns && (o->ids || o->json))
-		return cli_usage_error(PROG, "-o goes with the table, not with --ids, -0 or --json");
+	if ((o->limit || o->reverse) && !list)
+		return cli_usage_error(PROG, "--limit and --reverse go with list only");
+	if ((o->columns || o->wide || o->no_headings) && (!list || o->ids || o->json))
+		return cli_usage_error(PROG, "-o, -w and --no-headings go with list's table, not with "
+		    "--ids, -0 or --json");
 	if ((o->err || o->follow) && !logs)
 		return cli_usage_error(PROG, "--stderr and -f go with logs only");
 	if (logs && o->json)
@@ -708,7 +645,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->sep = '\n';
 	opterr = 0;   /* cli_bad_option() says it, once */
 	o->since_ms = -1;
-	while ((c = getopt_long(argc, argv, "h0o:fV", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h0o:fwV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
@@ -717,6 +654,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_UTC: o->utc = 1; break;
 		case OPT_STDERR: o->err = 1; break;
 		case OPT_FOLLOW: o->follow = 1; break;
+		case OPT_WIDE: o->wide = 1; break;
+		case OPT_NO_HEADINGS: o->no_headings = 1; break;
+		case OPT_REVERSE: o->reverse = 1; break;
+		case OPT_LIMIT:
+			if (cli_parse_i64(optarg, 1, INT64_MAX, &o->limit) < 0)
+				return cli_usage_error(PROG, "--limit: '%s' is not a number of rows, 1 or more",
+				    optarg);
+			break;
 		case OPT_SINCE:
 			if (timefmt_parse_age(optarg, &o->since_ms) < 0)
 				return cli_usage_error(PROG, "--since: '%s' is not an age with its unit, "

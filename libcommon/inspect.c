@@ -483,22 +483,34 @@ const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancell
 static const char *const list_time[] = { "due_at", "unknown_at", "chosen_at", "chosen_at",
 	"chosen_at", "due_at", "started_at", "acked_at" };
 
-/* The query of each kind, in the order of inspect_list_kinds. */
+/* The query of each kind, in the order of inspect_list_kinds, and the
+ * order of its rows, oldest first and newest first (list_order). */
 static const char *const list_sql[] = {
 	CUR "SELECT run_id, state, incarnation, session_id, due_at, started_at, txn_id FROM runs "
-	    "WHERE NOT " MINE("runs") " ORDER BY rowid",
+	    "WHERE NOT " MINE("runs"),
 	"SELECT run_id, incarnation, session_id, started_at, unknown_at, unknown_why FROM runs "
-	    "WHERE state = 'unknown' ORDER BY unknown_at, rowid",
-	RESULT_COLS ", last_diag FROM results WHERE refused = 0 ORDER BY chosen_at, rowid",
-	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1 ORDER BY chosen_at, rowid",
+	    "WHERE state = 'unknown'",
+	RESULT_COLS ", last_diag FROM results WHERE refused = 0",
+	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1",
 	RESULT_COLS ", last_diag FROM results WHERE refused = 0 AND NOT "
-	    SQL_DELIVERABLE_HERE("results") " ORDER BY chosen_at, rowid",
+	    SQL_DELIVERABLE_HERE("results"),
 	CUR "SELECT run_id, incarnation, session_id, due_at, txn_id FROM runs "
-	    "WHERE state = 'queued' AND " MINE("runs") " ORDER BY due_at, rowid",
+	    "WHERE state = 'queued' AND " MINE("runs"),
 	CUR "SELECT run_id, incarnation, session_id, started_at, start_marker, sup_pid, guest_pid "
-	    "FROM runs WHERE state = 'started' AND " MINE("runs") " ORDER BY started_at, rowid",
+	    "FROM runs WHERE state = 'started' AND " MINE("runs"),
 	"SELECT run_id, incarnation, session_id, outcome, exit_code, acked_at, record_id, attempts "
-	    "FROM receipts ORDER BY acked_at, rowid",
+	    "FROM receipts",
+};
+
+static const char *const list_order[][2] = {
+	{ " ORDER BY rowid", " ORDER BY rowid DESC" },
+	{ " ORDER BY unknown_at, rowid", " ORDER BY unknown_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY due_at, rowid", " ORDER BY due_at DESC, rowid DESC" },
+	{ " ORDER BY started_at, rowid", " ORDER BY started_at DESC, rowid DESC" },
+	{ " ORDER BY acked_at, rowid", " ORDER BY acked_at DESC, rowid DESC" },
 };
 
 bool
@@ -529,10 +541,11 @@ static int
 list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, const char *time,
     int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
+	int64_t left = f && f->limit > 0 ? f->limit : -1;
 	json_t *row;
-	int rc;
+	int rc = 0;
 
-	while ((rc = db_step(&st->db, q, e)) == 1) {
+	while (left != 0 && (rc = db_step(&st->db, q, e)) == 1) {
 		if (!(row = inspect_row_json(q)))
 			return ek_fail(e, EK_OSERR, "out of memory");
 		if (!row_passes(row, f, time)) {
@@ -543,8 +556,10 @@ list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, con
 		json_decref(row);
 		if (rc != 0)
 			return 0;
+		if (left > 0)
+			left--;
 	}
-	return rc;
+	return left == 0 ? 0 : rc;
 }
 
 /* The index of kind in inspect_list_kinds; EK_USAGE if it is none. */
@@ -582,11 +597,13 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
     int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
 	sqlite3_stmt *q;
+	char sql[1024];
 	int i, rc;
 
 	if ((i = kind_index(kind, e)) < 0 || db_begin_read(&st->db, e) < 0)
 		return -1;
-	if (!(q = db_prep(&st->db, list_sql[i], e))) {
+	snprintf(sql, sizeof sql, "%s%s", list_sql[i], list_order[i][f && f->newest_first]);
+	if (!(q = db_prep(&st->db, sql, e))) {
 		db_rollback(&st->db);
 		return -1;
 	}

@@ -81,6 +81,15 @@ sorted() { LC_ALL=C sort; }
 	assert_output run_id,sup_pid,guest_pid
 	run complete_words exec-session show -o l
 	assert_output "$(printf '%s\n' last_beat lease)"
+	# each list's columns are its table's header (printed over no rows too)
+	start_dispatcher
+	open_session
+	local k
+	for k in quarantined unknown retained refused orphaned queued running receipts; do
+		run complete_words exec-inspect list "$k" -o ''
+		[ "$output" = "$(exec-inspect list "$k" | head -1 | tr 'A-Z ' 'a-z\n' | grep .)" ] ||
+			fail "list $k: completion offers $output"
+	done
 }
 
 # help_commands TOOL [WORD]: the command words (after WORD) that the usage

@@ -474,3 +474,76 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	[ "$status" -eq "$EK_NOSESSION" ]
 	[ "$(sql "SELECT cancel_at IS NULL FROM runs WHERE run_id = 'cq4'")" = 1 ]
 }
+
+@test "views fit the terminal: long ids cut with an ellipsis to COLUMNS or the tty's width, whole with -w or into a pipe" {
+	two_refused
+	# COLUMNS: the 100-character ids are cut, the line fits, the columns stay aligned
+	run --separate-stderr env COLUMNS=60 LANG=C.UTF-8 exec-inspect list refused -o run_id,outcome,exit_code
+	assert_success
+	assert_line -n 0 --regexp '^RUN_ID +OUTCOME +EXIT_CODE$'
+	assert_line --regexp "^${L1:0:20}x*…  exited "
+	while IFS= read -r l; do
+		[ "$(LANG=C.UTF-8 wc -m <<<"$l")" -le 61 ] || fail "over 60 columns: $l"
+	done <<<"$output"
+	refute_output --partial "$L1"
+	# without a UTF-8 locale, three dots; aligned either way (awk counts bytes)
+	run --separate-stderr env COLUMNS=60 LANG=C LC_ALL=C exec-inspect list refused -o run_id,outcome,exit_code
+	assert_line --regexp "^${L1:0:20}x*\.\.\.  exited "
+	aligned || fail "not aligned: $output"
+	while IFS= read -r l; do
+		[ "${#l}" -le 60 ] || fail "over 60 columns: $l"
+	done <<<"$output"
+	# -w: whole, however narrow the terminal
+	run --separate-stderr env COLUMNS=60 exec-inspect list refused -o run_id,outcome -w
+	assert_line --regexp "^$L1  exited"
+	# into a pipe, with no COLUMNS: whole (programs get every character)
+	run --separate-stderr env -u COLUMNS exec-inspect list refused -o run_id,outcome
+	assert_line --regexp "^$L1  exited"
+	# a terminal's own width (TIOCGWINSZ) when COLUMNS is not set
+	run env -u COLUMNS script -qec "stty cols 50; exec-inspect list refused -o run_id,outcome" /dev/null
+	assert_success
+	[[ "$output" != *"$L1"* ]] || fail "not cut to the tty's 50 columns: $output"
+	[[ "$output" == *"exited"* ]]
+	# short cells (times, outcomes, 20-character session ids) are never cut
+	run --separate-stderr env COLUMNS=40 exec-inspect list refused -o session_id,chosen_at
+	assert_line -n 1 --regexp '^ses-[0-9a-f]{16}  [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}$'
+	# --ids and --json are for programs: never cut
+	run --separate-stderr env COLUMNS=20 exec-inspect list refused --ids
+	assert_line "$L1"
+}
+
+@test "--no-headings, --limit N, --reverse (newest first); an empty list prints its header" {
+	start_dispatcher
+	open_session
+	local i
+	for i in 1 2 3; do submit_and_accept "$(spec "o$i" /bin/true)"; exec-run start --wait >/dev/null; done
+	run --separate-stderr exec-inspect list receipts -o run_id
+	assert_output "$(printf 'RUN_ID\no1\no2\no3')"
+	run --separate-stderr exec-inspect list receipts -o run_id --no-headings
+	assert_output "$(printf 'o1\no2\no3')"
+	run --separate-stderr exec-inspect list receipts -o run_id --reverse
+	assert_output "$(printf 'RUN_ID\no3\no2\no1')"
+	run --separate-stderr exec-inspect list receipts --reverse --limit 2 --ids
+	assert_output "$(printf 'o3\no2')"
+	run --separate-stderr exec-inspect list receipts --limit 1 --json
+	[ "${#lines[@]}" = 1 ]
+	assert_output --partial '"run_id":"o1"'
+	# the limit counts the rows that pass the filters
+	run --separate-stderr exec-inspect list receipts --limit 1 --ids --session nobody
+	assert_output ''
+	# empty: the header, so "none" reads apart from "no answer"
+	run --separate-stderr exec-inspect list refused
+	assert_success
+	assert_output --regexp '^RUN_ID +INCARNATION +SESSION_ID +OUTCOME +EXIT_CODE +CHOSEN_AT +ATTEMPTS +REFUSED_CAUSE +LAST_DIAG$'
+	run --separate-stderr exec-inspect list refused --no-headings
+	assert_output ''
+	# usage errors
+	run --separate-stderr exec-inspect list receipts --limit 0
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect list receipts --json -w
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect list receipts --ids --no-headings
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect summary --reverse
+	[ "$status" -eq "$EK_USAGE" ]
+}
