@@ -245,7 +245,8 @@ _execkit_query() {
 _execkit_run_ids() {
 	local set=all
 	case $path in
-	"exec-run cancel" | "exec-shares show") set=running ;;
+	"exec-run cancel") set=live ;;
+	"exec-shares show") set=running ;;
 	"exec-run supervise") set=queued ;;
 	exec-report) set=retained ;;
 	esac
@@ -294,7 +295,7 @@ _execkit_value() {
 		mapfile -t COMPREPLY < <(_execkit_run_ids)
 		return
 		;;
-	SET) list="all queued running retained" ;;
+	SET) list="all queued running live retained" ;;
 	SID) list=$(_execkit_session_ids) ;;
 	SESSION_ID) list=$(_execkit_ended_session_ids) ;;
 	KIND) list=$_execkit_kinds ;;

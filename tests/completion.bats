@@ -134,7 +134,7 @@ help_commands() {
 	run complete_words exec-run cancel o      # old1 is another session's: not cancellable
 	assert_output ''
 	run complete_words exec-inspect ids ''
-	assert_output "$(printf '%s\n' all queued running retained)"
+	assert_output "$(printf '%s\n' all queued running live retained)"
 }
 
 @test "each RUN_ID gets the runs that make sense for its word" {
@@ -147,8 +147,10 @@ help_commands() {
 	exec-run start >/dev/null
 	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'run1'"'")" -gt 0 ]'
 	submit_and_accept "$(spec q1 /bin/true '[]' '"due_at":9999999999999')"
-	run complete_words exec-run cancel ''                 # running runs of the current session
-	assert_output run1
+	run complete_words exec-run cancel ''                 # queued and running runs of the current session
+	assert_output "$(printf '%s\n' q1 run1)"
+	run complete_words exec-run cancel q1 ''              # RUN_ID... repeats
+	assert_output "$(printf '%s\n' q1 run1)"
 	run complete_words exec-shares show ''
 	assert_output run1
 	run complete_words exec-run supervise ''              # queued ones
