@@ -32,7 +32,7 @@
 static const char PROG[] = "exec-session";
 
 enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
-	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_COLUMNS = 'o' };
+	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_COLUMNS = 'o', OPT_WIDE = 'w' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -44,6 +44,7 @@ static const struct option options[] = {
 	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "utc", no_argument, NULL, OPT_UTC },
 	{ "columns", required_argument, NULL, OPT_COLUMNS },
+	{ "wide", no_argument, NULL, OPT_WIDE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -84,6 +85,7 @@ static const char USAGE[] =
 	"      --ids              show: session ids only, one per line\n"
 	"  -o, --columns COLUMNS  show: print only these columns, in this order (comma\n"
 	"                         list of the header's names, any case)\n"
+	"  -w, --wide             show: never cut a cell to fit the terminal\n"
 	"      --utc              show: times in UTC, not the local time zone\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
@@ -101,7 +103,7 @@ struct opts {
 	const struct command *cmd;
 	const char *state_dir, *dispatcher, *arg, *columns;
 	int64_t timeout_ms;
-	int json, adopt, current, ids, utc;
+	int json, adopt, current, ids, utc, wide;
 };
 
 static void
@@ -592,7 +594,8 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 	if (rc == 0 && o->current && w.rows == 0)
 		rc = ek_fail(e, EK_NOSESSION, "no current session (open one with 'exec-session open')");
 	if (rc == 0 && w.rows && !o->ids && !o->json)
-		table_print(w.t, stdout, true);
+		table_print_fit(w.t, stdout, &(struct table_fit){ table_term_width(STDOUT_FILENO),
+		    o->wide, true });
 	table_free(w.t);
 	return rc;
 }
@@ -652,7 +655,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVo:w", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
 		case OPT_ADOPT: o->adopt = 1; break;
@@ -660,6 +663,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_UTC: o->utc = 1; break;
 		case OPT_COLUMNS: o->columns = optarg; break;
+		case OPT_WIDE: o->wide = 1; break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -687,10 +691,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--dispatcher goes with open only");
 	if (o->cmd->run != cmd_open && o->adopt)
 		return cli_usage_error(PROG, "--adopt goes with open only");
-	if ((o->current || o->ids || o->utc || o->columns) && o->cmd->run != cmd_show)
-		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
-	if ((o->ids || o->columns) && o->json)
-		return cli_usage_error(PROG, "--ids and -o go with the table, not with --json");
+	if ((o->current || o->ids || o->utc || o->columns || o->wide) && o->cmd->run != cmd_show)
+		return cli_usage_error(PROG, "--current, --ids, --utc, -o and -w go with show only");
+	if ((o->ids || o->columns || o->wide) && o->json)
+		return cli_usage_error(PROG, "--ids, -o and -w go with the table, not with --json");
 	if (o->ids && o->columns)
 		return cli_usage_error(PROG, "--ids and -o exclude each other");
 	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&

@@ -547,3 +547,21 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	run --separate-stderr exec-inspect summary --reverse
 	[ "$status" -eq "$EK_USAGE" ]
 }
+
+@test "exec-session show fits the terminal too: a long dispatcher URL is cut, whole with -w" {
+	start_dispatcher
+	local url
+	url="http://localhost:${DISP_URL##*:}/$(printf 'p%.0s' {1..80})"
+	open_session
+	# a long URL, as a dispatcher behind a proxy's path would have
+	sql_write "UPDATE sessions SET dispatcher = '$url'"
+	run --separate-stderr env COLUMNS=100 LANG=C.UTF-8 exec-session show
+	assert_success
+	refute_output --partial "$url"
+	assert_line -n 1 --regexp "  http://loc[a-z0-9:/]*…$"
+	assert_line -n 1 --regexp "^ses-[0-9a-f]{16}  inc-[0-9a-f]{16}  current  "
+	run --separate-stderr env COLUMNS=100 exec-session show -w
+	assert_line -n 1 --partial "$url"
+	run --separate-stderr exec-session show --json -w
+	[ "$status" -eq "$EK_USAGE" ]
+}
