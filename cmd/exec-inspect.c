@@ -110,7 +110,8 @@ static const char USAGE[] =
 	"                 execution row, retained result, receipt, run record,\n"
 	"                 hand-back; tells acknowledged from never recorded\n"
 	"  logs RUN_ID    print the run's captured standard output (--stderr: its\n"
-	"                 standard error); made safe for a terminal when on one\n"
+	"                 standard error); made safe for a terminal when on one;\n"
+	"                 says on stderr when the capture dropped part of it\n"
 	"  metrics        the summary, counters (*_total) and session gauges as\n"
 	"                 Prometheus text (metrics named execkit_*), for node_exporter's\n"
 	"                 textfile collector\n"
@@ -518,10 +519,17 @@ static int
 cmd_logs(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct runlog r = { o->arg, o->err, o->follow, isatty(STDOUT_FILENO) };
+	int64_t dropped;
 
 	if (o->follow)
 		catch_stop();
-	return runlog_print(st, &r, &stop_follow, e);
+	if (runlog_print(st, &r, &stop_follow, e) < 0 || runlog_dropped(st, &r, &dropped, e) < 0)
+		return -1;
+	if (dropped > 0)   /* said after the output, on stderr: a pipe gets the bytes alone */
+		fprintf(stderr, "%s: run '%s': its %s was cut at the capture bound (exec-run "
+		    "--max-output): %lld more bytes were dropped\n", PROG, o->arg,
+		    o->err ? "stderr" : "stdout", (long long)dropped);
+	return 0;
 }
 
 /* The run ids of a set, for the bash completion (complete.h). */

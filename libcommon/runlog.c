@@ -139,6 +139,29 @@ open_output(struct state *st, const struct runlog *r, const char *name,
 }
 
 int
+runlog_dropped(struct state *st, const struct runlog *r, int64_t *dropped, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, r->err ?
+	    "SELECT stderr_dropped FROM results WHERE run_id = ?1 UNION ALL "
+	    "SELECT stderr_dropped FROM receipts WHERE run_id = ?1 UNION ALL "
+	    "SELECT stderr_dropped FROM run_records WHERE run_id = ?1" :
+	    "SELECT stdout_dropped FROM results WHERE run_id = ?1 UNION ALL "
+	    "SELECT stdout_dropped FROM receipts WHERE run_id = ?1 UNION ALL "
+	    "SELECT stdout_dropped FROM run_records WHERE run_id = ?1", e);
+	int rc;
+
+	*dropped = -1;
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, r->run_id);
+	while ((rc = db_step(&st->db, q, e)) == 1 && *dropped < 0)
+		if (sqlite3_column_type(q, 0) != SQLITE_NULL)
+			*dropped = sqlite3_column_int64(q, 0);
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 runlog_print(struct state *st, const struct runlog *r, volatile sig_atomic_t *stop,
     struct ek_err *e)
 {

@@ -434,6 +434,12 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	assert_output --partial '"env":["MODE","TOKEN"],"cwd":"/tmp","timeout_ms":60000,'
 	assert_output --partial '"message":"exited with status 7","stdout_dropped":4000,"stderr_dropped":0,'
 	refute_output --partial s3cr3t-value
+	# logs says so too, after the output and on stderr: a pipe gets the bytes alone
+	run --separate-stderr exec-inspect logs wf1
+	assert_success
+	[ "$(exec-inspect logs wf1 2>/dev/null | wc -c)" = 1000 ]   # (NUL bytes: wc, not $output)
+	[[ "$stderr" == "exec-inspect: run 'wf1': its stdout was cut at the capture bound (exec-run --max-output): 4000 more bytes were dropped" ]]
+	[ "$(exec-inspect logs wf1 2>&1 >/dev/null)" = "$stderr" ]
 	# and after the receipt is pruned, the run record keeps them
 	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000"
 	exec-reconcile --prune-receipts 1d >/dev/null
