@@ -36,6 +36,7 @@ static const char *const show_sql[][2] = {
 };
 
 #define NROWS (sizeof show_sql / sizeof show_sql[0])
+#define SHOW_REDACTED "(value not shown)"
 
 /* One row selected by ?1 = key (and ?2 = key2) as an object, or JSON null. */
 static int
@@ -193,6 +194,21 @@ show_story(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
 	return rc < 0 ? ek_fail(e, EK_OSERR, "out of memory") : 0;
 }
 
+/* The execution row's environment with its values left out: they may be
+ * secrets, and show is read by whoever may read the state.  The names say
+ * what was set. */
+static int
+redact_env(json_t *run)
+{
+	json_t *env = json_object_get(run, "env"), *v;
+	const char *k;
+
+	json_object_foreach(env, k, v)
+		if (json_object_set_new(env, k, json_string(SHOW_REDACTED)) < 0)
+			return -1;
+	return 0;
+}
+
 static int
 show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
 {
@@ -204,6 +220,8 @@ show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
 			return -1;
 		json_object_set_new(o, show_sql[i][0], v);
 	}
+	if (redact_env(json_object_get(o, "run")) < 0)
+		return ek_fail(e, EK_OSERR, "out of memory");
 	return show_binding(st, o, e) < 0 ? -1 : show_story(st, run_id, o, e);
 }
 

@@ -420,6 +420,14 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	open_session
 	submit_and_accept "$(spec wf1 /bin/sh '["-c","head -c 5000 /dev/zero; exit 7"]' \
 		'"env":{"TOKEN":"s3cr3t-value","MODE":"x"},"cwd":"/tmp","timeout_ms":60000')"
+	# queued: the execution row's env shows its names, never its values
+	run --separate-stderr exec-inspect show wf1
+	assert_success
+	[ "$(story_value env)" = "MODE TOKEN (values not shown)" ]
+	refute_output --partial s3cr3t-value
+	run --separate-stderr exec-inspect show wf1 --json
+	assert_output --partial '"env":{"MODE":"(value not shown)","TOKEN":"(value not shown)"}'
+	refute_output --partial s3cr3t-value
 	exec-run start --wait --max-output 1000 >/dev/null 2>&1 || true
 	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'wf1'")" = 1 ]   # acknowledged
 	run --separate-stderr exec-inspect show wf1
