@@ -77,7 +77,9 @@ int result_unclaim_in(struct state *st, const char *run_id, const char *owner, s
  * sent), -1 to take back one counted but not sent. */
 int result_count_in(struct state *st, const char *run_id, int delta, struct ek_err *e);
 
-/* Acknowledged as record_id: write the receipt and release the row. */
+/* Acknowledged as record_id: write the receipt and release the row.  The
+ * receipt keeps the times, the message and the bytes of output dropped
+ * (schema steps 10 and 13), so the run's story outlives the row. */
 int result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e);
 
 /* Keep a bounded diagnostic of the last failure; with refused_cause not
