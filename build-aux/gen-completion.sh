@@ -16,6 +16,11 @@
 #   option values     the metavariable after each option in the help text
 #                     (DIR, FILE, SID, RUN_ID, KIND, ...)
 #   list kinds        libcommon/inspect.c inspect_list_kinds[]
+#   outcomes          libcommon/inspect.c inspect_outcomes[] (--outcome)
+#   columns (-o)      exec-inspect list KIND: the fields of record list_KIND
+#                     in doc/json.md (tests/json-doc.bats holds them to the
+#                     real output); exec-session show: show_columns[] of
+#                     cmd/exec-session.c
 #
 #   sh build-aux/gen-completion.sh SRCDIR > completions/execkit.bash
 set -eu
@@ -150,9 +155,11 @@ parse_help() {
 	{ inusage = 0 }
 	match($0, /^[ \t]+(-[A-Za-z0-9], )?--[a-z0-9-]+[ =][A-Z][A-Z0-9_]*/) {
 		s = substr($0, RSTART, RLENGTH)
+		short = match(s, /-[A-Za-z0-9], /) ? substr(s, RSTART, 2) : ""
 		sub(/^.*--/, "", s)
 		split(s, f, /[ =]/)
 		meta[tool " --" f[1]] = f[2]
+		if (short != "") meta[tool " " short] = f[2]
 	}
 	END {
 		if (want_cmds) for (k in cmds) printf "_execkit_cmds[\"%s\"]=\"%s\"\n", k, cmds[k]
@@ -173,6 +180,25 @@ tools=
 kinds=$(awk '/inspect_list_kinds\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' \
 	"$src/libcommon/inspect.c" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
 [ -n "$kinds" ] || { echo "gen-completion: no inspect_list_kinds in $src/libcommon/inspect.c" >&2; exit 1; }
+outcomes=$(awk '/inspect_outcomes\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' \
+	"$src/libcommon/inspect.c" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
+[ -n "$outcomes" ] || { echo "gen-completion: no inspect_outcomes in $src/libcommon/inspect.c" >&2; exit 1; }
+
+# Bash assignments _execkit_columns["exec-inspect list KIND"] from the
+# field tables of doc/json.md's list_KIND records, and for exec-session show.
+columns() {
+	awk '
+	/^### record: list_/ { k = $3; sub(/^list_/, "", k); cols[k] = ""; cur = k; next }
+	/^### / { cur = ""; next }
+	cur != "" && /^\| [a-z_]+ \|/ && !/^\| field \|/ { split($0, f, "|"); gsub(/ /, "", f[2])
+		cols[cur] = cols[cur] (cols[cur] == "" ? "" : " ") f[2] }
+	END { for (k in cols) printf "_execkit_columns[\"exec-inspect list %s\"]=\"%s\"\n", k, cols[k] }' \
+		"$src/doc/json.md" | LC_ALL=C sort
+	awk '/show_columns\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' "$src/cmd/exec-session.c" |
+		grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' |
+		sed 's/ $//; s/.*/_execkit_columns["exec-session show"]="&"/'
+	echo
+}
 
 cat <<'EOF'
 # bash completion for the execkit tools.
@@ -182,8 +208,11 @@ cat <<'EOF'
 # shellcheck shell=bash
 
 declare -gA _execkit_opts=() _execkit_takes=() _execkit_meta=() _execkit_cmds=() _execkit_args=()
+declare -gA _execkit_columns=()
 EOF
 printf '_execkit_kinds="%s"\n' "$kinds"
+printf '_execkit_outcomes="%s"\n' "$outcomes"
+columns
 
 for f in "$src"/cmd/exec-*.c; do
 	t=$(basename "$f" .c)
@@ -216,7 +245,8 @@ _execkit_query() {
 _execkit_run_ids() {
 	local set=all
 	case $path in
-	"exec-run cancel" | "exec-shares show") set=running ;;
+	"exec-run cancel") set=live ;;
+	"exec-shares show") set=running ;;
 	"exec-run supervise") set=queued ;;
 	exec-report) set=retained ;;
 	esac
@@ -241,6 +271,19 @@ _execkit_destinations() {
 		sed 's/^"dest://; s/"$//' | sort -u
 }
 
+# -o COLUMNS: the columns of the table at hand ($path, and for a list its
+# KIND, $operand), the word's last comma-separated name completed, the
+# names before it kept; no space after, so another ",NAME" can follow.
+_execkit_columns_value() {
+	local key=$path done=
+	[[ $path == "exec-inspect list" ]] && key="$path $operand"
+	[[ $cur == *,* ]] && done=${cur%,*},
+	# Column names never contain blanks.
+	# shellcheck disable=SC2207
+	COMPREPLY=($(compgen -P "$done" -W "${_execkit_columns[$key]:-}" -- "${cur##*,}"))
+	compopt -o nospace 2>/dev/null
+}
+
 # Complete the current word as a value of metavariable $1.
 _execkit_value() {
 	local list
@@ -252,10 +295,12 @@ _execkit_value() {
 		mapfile -t COMPREPLY < <(_execkit_run_ids)
 		return
 		;;
-	SET) list="all queued running retained" ;;
+	SET) list="all queued running live retained" ;;
 	SID) list=$(_execkit_session_ids) ;;
 	SESSION_ID) list=$(_execkit_ended_session_ids) ;;
 	KIND) list=$_execkit_kinds ;;
+	OUTCOME) list=$_execkit_outcomes ;;
+	COLUMNS) _execkit_columns_value; return ;;
 	NAME | DEST | DESTINATION | destination) list=$(_execkit_destinations) ;;
 	DIMENSION) list="executor $(_execkit_destinations | sed 's/^/dest:/')" ;;
 	*) return ;;   # a number, a URL, ...: nothing to offer
@@ -268,7 +313,7 @@ _execkit_value() {
 _execkit() {
 	local cur prev words cword split
 	_init_completion -s || return
-	local tool=${words[0]##*/} path i w meta npos=0 nargs
+	local tool=${words[0]##*/} path i w meta npos=0 nargs operand=
 	local _execkit_statedir=${EXEC_STATE_DIR:-} _execkit_bindir=
 	[[ ${words[0]} == */* ]] && _execkit_bindir=${words[0]%/*}
 	path=$tool
@@ -291,7 +336,7 @@ _execkit() {
 			if ((npos == 0)) && [[ " ${_execkit_cmds[$path]} " == *" $w "* ]]; then
 				path="$path $w"
 			else
-				((npos++))
+				((npos++ == 0)) && operand=$w
 			fi
 			;;
 		esac

@@ -665,6 +665,7 @@ main(int argc, char **argv)
 	struct batch b = { 0 };
 	struct state st;
 	struct ek_err e = { 0 };
+	char dup[48];
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
@@ -678,7 +679,7 @@ main(int argc, char **argv)
 	if (rc < 0)
 		return cli_finish(PROG, ek_report(PROG, &e));
 	if (isatty(STDERR_FILENO) && b.lines > 1000)
-		fprintf(stderr, "%s: %ld accepted, %ld duplicates, %ld rejected\n", PROG,
-		    b.accepted, b.duplicates, b.rejected);
+		fprintf(stderr, "%s: %ld accepted, %s, %ld rejected\n", PROG, b.accepted,
+		    cli_plural(dup, sizeof dup, b.duplicates, "duplicate"), b.rejected);
 	return cli_finish(PROG, b.rejected ? EK_DATAERR : EK_OK);
 }

@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "complete.h"
+#include "exec-inspect.h"
 #include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
@@ -48,10 +49,11 @@
 #include "text.h"
 #include "timefmt.h"
 
-static const char PROG[] = "exec-inspect";
+static const char PROG[] = EXEC_INSPECT_PROG;
 
 enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, OPT_SINCE,
-	OPT_OUTCOME, OPT_STDERR, OPT_NUL = '0', OPT_COLUMNS = 'o', OPT_FOLLOW = 'f' };
+	OPT_OUTCOME, OPT_STDERR, OPT_NO_HEADINGS, OPT_LIMIT, OPT_REVERSE, OPT_NUL = '0',
+	OPT_COLUMNS = 'o', OPT_FOLLOW = 'f', OPT_WIDE = 'w' };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -67,6 +69,10 @@ static const struct option options[] = {
 	{ "outcome", required_argument, NULL, OPT_OUTCOME },
 	{ "stderr", no_argument, NULL, OPT_STDERR },
 	{ "follow", no_argument, NULL, OPT_FOLLOW },
+	{ "wide", no_argument, NULL, OPT_WIDE },
+	{ "no-headings", no_argument, NULL, OPT_NO_HEADINGS },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "reverse", no_argument, NULL, OPT_REVERSE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -90,18 +96,22 @@ static const char USAGE[] =
 	"  summary        counts of queued, running, quarantined, unknown, unreconciled\n"
 	"                 results (and the delivery attempts spent on them), receipts,\n"
 	"                 output held, and when the oldest unreconciled result was chosen\n"
-	"  list KIND      one line per item; KIND is quarantined (runs of other bindings),\n"
-	"                 unknown, retained (results not refused), refused, orphaned\n"
-	"                 (retained under a session that is not current), queued, running\n"
-	"                 (of the current session) or receipts; a table sized to its\n"
-	"                 content; FILTER is --since AGE, --outcome NAME, --session SID\n"
-	"  show RUN_ID    a run's story (program, args, binding, accepted, started,\n"
-	"                 finished, duration, outcome, delivery, output files), then\n"
-	"                 everything stored about it: accepted spec identity, execution\n"
-	"                 row, retained result, receipt; tells acknowledged from never\n"
-	"                 recorded\n"
+	"  list KIND      one line per item; KIND is quarantined (runs of other\n"
+	"                 bindings), unknown, retained (results not refused), refused,\n"
+	"                 orphaned (retained under a session that is not current),\n"
+	"                 queued, running (of the current session) or receipts; a\n"
+	"                 table sized to its content and cut to the terminal's width\n"
+	"                 (-w: whole); FILTER is --since AGE, --outcome OUTCOME,\n"
+	"                 --session SID\n"
+	"  show RUN_ID    a run's story (program, args, env names, cwd, timeout,\n"
+	"                 binding, times, outcome, message, whether output was cut,\n"
+	"                 delivery, where the evidence went, hand-back, output files),\n"
+	"                 then everything stored about it: accepted spec identity,\n"
+	"                 execution row, retained result, receipt, run record,\n"
+	"                 hand-back; tells acknowledged from never recorded\n"
 	"  logs RUN_ID    print the run's captured standard output (--stderr: its\n"
-	"                 standard error); made safe for a terminal when on one\n"
+	"                 standard error); made safe for a terminal when on one;\n"
+	"                 says on stderr when the capture dropped part of it\n"
 	"  metrics        the summary, counters (*_total) and session gauges as\n"
 	"                 Prometheus text (metrics named execkit_*), for node_exporter's\n"
 	"                 textfile collector\n"
@@ -111,8 +121,8 @@ static const char USAGE[] =
 	"                 one line per inspection answered\n"
 	"  ids SET        the run ids the bash completion offers, those starting with\n"
 	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
-	"                 included), queued or running (of the current session), or\n"
-	"                 retained (results not refused)\n"
+	"                 included), queued, running or live (both; of the current\n"
+	"                 session), or retained (results not refused)\n"
 	"\n"
 	"Options:\n"
 	"      --timeout-ms N     wait at most N ms for the database, and relay: for each\n"
@@ -121,10 +131,15 @@ static const char USAGE[] =
 	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
 	"  -o, --columns COLUMNS  list: print only these columns, in this order (comma\n"
 	"                         list of the header's names, any case)\n"
+	"  -w, --wide             list: never cut a cell to fit the terminal\n"
+	"      --no-headings      list: no header line\n"
+	"      --limit N          list: at most N rows (the first in the list's order)\n"
+	"      --reverse          list: newest first (with --limit N: the newest N)\n"
 	"      --since AGE        list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
 	"                         the time the list is ordered by)\n"
-	"      --outcome NAME     list retained, refused, orphaned, receipts: rows of that\n"
-	"                         outcome (exited, killed, timeout, cancelled, exec_failed)\n"
+	"      --outcome OUTCOME  list retained, refused, orphaned, receipts: rows of\n"
+	"                         that outcome (exited, killed, timeout, cancelled,\n"
+	"                         exec_failed)\n"
 	"      --session SID      lookup: the current session the caller holds;\n"
 	"                         list: rows bound to session SID\n"
 	"      --stderr           logs: the standard error instead\n"
@@ -145,7 +160,7 @@ static const char USAGE[] =
 	"inspection fetched got its answer, ERROR included); 64 usage;\n"
 	"65 malformed run id, stored transaction id over 256 bytes, or damaged state;\n"
 	"66 no state directory, or show: nothing was ever recorded for the run, or\n"
-	"logs: the run has no such output;\n"
+	"logs: no such run, or it has no such output;\n"
 	"69 relay: dispatcher unavailable; 71 relay: exec-inspect-relay cannot be run;\n"
 	"73 metrics: cannot create the temporary file beside FILE; 74 write error;\n"
 	"75 the database stayed locked past --timeout-ms, or the executor is shutting\n"
@@ -154,14 +169,6 @@ static const char USAGE[] =
 	"77 no current session, or --session names another one, or relay: the\n"
 	"session is over; 78 state from another version, or unsafe permissions.\n";
 
-struct opts {
-	const struct command *cmd;
-	const struct relay_ctx *relay;   /* relay: read by main before the guard */
-	const char *state_dir, *session, *arg, *output, *columns, *outcome, *prefix;
-	int64_t timeout_ms, since_ms;
-	int json, ids, utc, err, follow;
-	char sep;
-};
 
 /* --- human output ------------------------------------------------------------ */
 
@@ -466,75 +473,6 @@ cmd_metrics(struct state *st, const struct opts *o, struct ek_err *e)
 	return rc;
 }
 
-/* --- list ------------------------------------------------------------------------- */
-
-struct lister {
-	const struct opts *o;
-	struct table *t;
-	int failed;
-};
-
-static int
-list_one(json_t *row, void *arg)
-{
-	struct lister *l = arg;
-	const char *k;
-	json_t *v;
-
-	if (l->o->ids) {
-		fputs(json_string_value(json_object_get(row, "run_id")), stdout);
-		putchar(l->o->sep);
-	} else if (l->o->json)
-		json_emit(stdout, json_incref(row));
-	else if (table_row(l->t) < 0)
-		l->failed = 1;
-	else
-		json_object_foreach(row, k, v)
-			if (table_cell_json(l->t, k, v) < 0)
-				l->failed = 1;
-	return l->failed || ferror(stdout) ? 1 : 0;
-}
-
-/* The table of a list: its columns, narrowed by -o. */
-static int
-list_table(struct state *st, const struct opts *o, struct table **out, struct ek_err *e)
-{
-	struct table *t = table_new();
-	json_t *names = NULL, *n;
-	char why[512];
-	size_t i;
-
-	*out = t;
-	if (!t || inspect_list_columns(st, o->arg, &names, e) < 0)
-		return t ? -1 : ek_fail(e, EK_OSERR, "out of memory");
-	json_array_foreach(names, i, n)
-		if (table_column(t, json_string_value(n)) < 0) {
-			json_decref(names);
-			return ek_fail(e, EK_OSERR, "out of memory");
-		}
-	json_decref(names);
-	if (o->columns && table_select(t, o->columns, why, sizeof why) < 0)
-		return ek_fail(e, EK_USAGE, "-o: list %s: %s", o->arg, why);
-	return 0;
-}
-
-static int
-cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
-{
-	struct inspect_filter f = { o->since_ms, o->outcome, o->session };
-	struct lister l = { o, NULL, 0 };
-	int rc = o->ids || o->json ? 0 : list_table(st, o, &l.t, e);
-
-	if (rc == 0)
-		rc = inspect_list(st, o->arg, &f, list_one, &l, e);
-	if (rc == 0 && l.failed)
-		rc = ek_fail(e, EK_OSERR, "out of memory");
-	if (rc == 0 && l.t && table_rows(l.t))
-		table_print(l.t, stdout, true);
-	table_free(l.t);
-	return rc;
-}
-
 static int
 cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 {
@@ -581,10 +519,17 @@ static int
 cmd_logs(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct runlog r = { o->arg, o->err, o->follow, isatty(STDOUT_FILENO) };
+	int64_t dropped;
 
 	if (o->follow)
 		catch_stop();
-	return runlog_print(st, &r, &stop_follow, e);
+	if (runlog_print(st, &r, &stop_follow, e) < 0 || runlog_dropped(st, &r, &dropped, e) < 0)
+		return -1;
+	if (dropped > 0)   /* said after the output, on stderr: a pipe gets the bytes alone */
+		fprintf(stderr, "%s: run '%s': its %s was cut at the capture bound (exec-run "
+		    "--max-output): %lld more bytes were dropped\n", PROG, o->arg,
+		    o->err ? "stderr" : "stdout", (long long)dropped);
+	return 0;
 }
 
 /* The run ids of a set, for the bash completion (complete.h). */
@@ -679,8 +624,11 @@ check_options(const struct opts *o)
 	if (o->outcome && !inspect_list_has_outcome(o->arg))
 		return cli_usage_error(PROG, "--outcome goes with list retained, refused, orphaned "
 		    "or receipts (list %s has no outcome)", o->arg);
-	if (o->columns && (o->ids || o->json))
-		return cli_usage_error(PROG, "-o goes with the table, not with --ids, -0 or --json");
+	if ((o->limit || o->reverse) && !list)
+		return cli_usage_error(PROG, "--limit and --reverse go with list only");
+	if ((o->columns || o->wide || o->no_headings) && (!list || o->ids || o->json))
+		return cli_usage_error(PROG, "-o, -w and --no-headings go with list's table, not with "
+		    "--ids, -0 or --json");
 	if ((o->err || o->follow) && !logs)
 		return cli_usage_error(PROG, "--stderr and -f go with logs only");
 	if (logs && o->json)
@@ -705,7 +653,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->sep = '\n';
 	opterr = 0;   /* cli_bad_option() says it, once */
 	o->since_ms = -1;
-	while ((c = getopt_long(argc, argv, "h0o:fV", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h0o:fwV", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_SESSION: o->session = optarg; break;
 		case OPT_IDS: o->ids = 1; break;
@@ -714,6 +662,14 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_UTC: o->utc = 1; break;
 		case OPT_STDERR: o->err = 1; break;
 		case OPT_FOLLOW: o->follow = 1; break;
+		case OPT_WIDE: o->wide = 1; break;
+		case OPT_NO_HEADINGS: o->no_headings = 1; break;
+		case OPT_REVERSE: o->reverse = 1; break;
+		case OPT_LIMIT:
+			if (cli_parse_i64(optarg, 1, INT64_MAX, &o->limit) < 0)
+				return cli_usage_error(PROG, "--limit: '%s' is not a number of rows, 1 or more",
+				    optarg);
+			break;
 		case OPT_SINCE:
 			if (timefmt_parse_age(optarg, &o->since_ms) < 0)
 				return cli_usage_error(PROG, "--since: '%s' is not an age with its unit, "

@@ -54,20 +54,24 @@ static const struct option options[] = {
 static const char USAGE[] =
 	"Usage: exec-reconcile [OPTION]...\n"
 	"       exec-reconcile [OPTION]... --prune-receipts AGE [--dry-run]\n"
-	"       exec-reconcile [OPTION]... --export-evidence FILE [--include-adoptable] [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --export-evidence FILE [--dry-run]\n"
 	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
 	"Deliver retained results of the current session in one bounded pass.\n"
 	"\n"
 	"Options:\n"
 	"      --max N            at most N results in a pass, 1 to 32 (default 32)\n"
-	"      --budget-ms N      the pass (or the whole drain) ends within N ms (default 5000)\n"
+	"      --budget-ms N      the pass (or the whole drain) ends within N ms\n"
+	"                         (default 5000)\n"
 	"      --drain            repeat passes until nothing deliverable is left or the\n"
-	"                         budget ends (the step before moving state to another version)\n"
-	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m, 3600s)\n"
-	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON Lines,\n"
-	"                         with the stored bodies), fsync it, then delete those rows;\n"
-	"                         results of an ended session that exec-session adopt could\n"
-	"                         still deliver are kept back (and counted)\n"
+	"                         budget ends (the step before moving state to another\n"
+	"                         version)\n"
+	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m,\n"
+	"                         3600s); each run keeps a record (exec-inspect show)\n"
+	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON\n"
+	"                         Lines, with the stored bodies), fsync it, then delete\n"
+	"                         those rows, each run keeping a record; results of an\n"
+	"                         ended session that exec-session adopt could still\n"
+	"                         deliver are kept back (and counted)\n"
 	"      --include-adoptable  export those too: their runs are then never reported\n"
 	"      --dry-run          prune, export: say what would go (--json: one line per\n"
 	"                         item), change nothing\n"
@@ -290,10 +294,12 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 static void
 say_kept(const struct opts *o, int64_t kept)
 {
+	char n[48];
+
 	if (kept > 0 && !o->json)
-		printf("%s %lld results that adoption could still deliver (their sessions ended "
+		printf("%s %s that adoption could still deliver (their sessions ended "
 		    "unrevoked: exec-session adopt SESSION_ID; --include-adoptable exports them)\n",
-		    o->dry_run ? "would keep back" : "kept back", (long long)kept);
+		    o->dry_run ? "would keep back" : "kept back", cli_plural(n, sizeof n, kept, "result"));
 }
 
 /* Housekeeping: --prune-receipts or --export-evidence. */
@@ -303,6 +309,7 @@ housekeeping(struct state *st, const struct opts *o, struct ek_err *e)
 	const char *what = o->export_path ? "exported" : "pruned";
 	struct evidence_count c = { 0 };
 	int64_t files = 0;
+	char rows[48], out[48];
 
 	if (o->export_path ? evidence_export(st, o->export_path, o->adoptable, &c, e) < 0 :
 	    receipts_prune(st, o->prune_age_ms, &c.rows, e) < 0)
@@ -318,8 +325,8 @@ housekeeping(struct state *st, const struct opts *o, struct ek_err *e)
 		    json_pack("{s:s, s:b, s:I, s:I}", "event", what, "dry_run", 0, "rows", (json_int_t)c.rows,
 		    "output_files", (json_int_t)files));
 	else
-		printf("%s %lld %s, removed %lld output files\n", what, (long long)c.rows,
-		    o->export_path ? "results" : "receipts", (long long)files);
+		printf("%s %s, removed %s\n", what, cli_plural(rows, sizeof rows, c.rows,
+		    o->export_path ? "result" : "receipt"), cli_plural(out, sizeof out, files, "output file"));
 	say_kept(o, c.kept_adoptable);
 	return 0;
 }
@@ -338,6 +345,7 @@ dry_run(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct evidence_count c = { 0 };
 	int (*fn)(json_t *, void *) = o->json ? emit_item : NULL;
+	char rows[48];
 
 	if (o->export_path && access(o->export_path, F_OK) == 0)
 		return ek_fail(e, EK_CANTCREAT, "'%s' exists: an export never overwrites a file",
@@ -353,8 +361,8 @@ dry_run(struct state *st, const struct opts *o, struct ek_err *e)
 		json_emit(stdout, json_pack("{s:s, s:b, s:I}", "event", "pruned", "dry_run", 1,
 		    "rows", (json_int_t)c.rows));
 	else
-		printf("would %s %lld %s (dry run: nothing changed)\n", o->export_path ? "export" : "prune",
-		    (long long)c.rows, o->export_path ? "results" : "receipts");
+		printf("would %s %s (dry run: nothing changed)\n", o->export_path ? "export" : "prune",
+		    cli_plural(rows, sizeof rows, c.rows, o->export_path ? "result" : "receipt"));
 	say_kept(o, c.kept_adoptable);
 	return 0;
 }
@@ -365,6 +373,7 @@ collect(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	int64_t files = 0, cap = o->output_cap == OUTPUT_QUOTA_AUTO ? output_quota_default(st) / 2 :
 	    o->output_cap;
+	char out[48];
 
 	if (output_collect(st, cap, &files, e) < 0)
 		return -1;
@@ -372,7 +381,7 @@ collect(struct state *st, const struct opts *o, struct ek_err *e)
 		json_emit(stdout, json_pack("{s:s, s:I}", "event", "collected", "output_files",
 		    (json_int_t)files));
 	else
-		printf("removed %lld output files\n", (long long)files);
+		printf("removed %s\n", cli_plural(out, sizeof out, files, "output file"));
 	return 0;
 }
 

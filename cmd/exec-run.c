@@ -41,6 +41,7 @@
 #include "counters.h"
 #include "crash.h"
 #include "deliver.h"
+#include "exec-run.h"
 #include "guest.h"
 #include "isolate.h"
 #include "jsonout.h"
@@ -58,7 +59,7 @@
 #include "svlog.h"
 #include "text.h"
 
-static const char PROG[] = "exec-run";
+static const char PROG[] = EXEC_RUN_PROG;
 
 enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
 	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
@@ -94,7 +95,7 @@ static const struct option options[] = {
 static const char USAGE[] =
 	"Usage: exec-run [OPTION]... start [--slots N] [--wait] [--chain]\n"
 	"       exec-run [OPTION]... supervise RUN_ID\n"
-	"       exec-run [OPTION]... cancel RUN_ID --session SID\n"
+	"       exec-run [OPTION]... cancel RUN_ID... [--session SID]\n"
 	"       exec-run [OPTION]... wait [--timeout-ms N]\n"
 	"       exec-run [OPTION]... sweep\n"
 	"       exec-run [OPTION]... isolation\n"
@@ -112,12 +113,16 @@ static const char USAGE[] =
 	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO as it\n"
 	"                         ends, its slot free (exec-loop: when to start more)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
-	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest (default 2000)\n"
-	"      --max-output N     keep at most N bytes of each of stdout and stderr (default 1048576)\n"
-	"      --output-quota N   keep all captured output under N bytes, past it truncated\n"
-	"                         and flagged (out/RUN.truncated); auto (default): a quarter\n"
-	"                         of the state's filesystem, at most 1 GiB; 0: no quota\n"
-	"      --session SID      cancel: the current session, named by the caller\n"
+	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest\n"
+	"                         (default 2000)\n"
+	"      --max-output N     keep at most N bytes of each of stdout and stderr\n"
+	"                         (default 1048576); show tells what was dropped\n"
+	"      --output-quota N   keep all captured output under N bytes, past it\n"
+	"                         truncated and flagged (out/RUN.truncated); auto\n"
+	"                         (default): a quarter of the state's filesystem, at\n"
+	"                         most 1 GiB; 0: no quota\n"
+	"      --session SID      cancel: only if SID is the current session (default:\n"
+	"                         the current session, whichever it is)\n"
 	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
 	"      --confirmed        start: the caller has just heartbeated the session, so\n"
 	"                         start does not ask the dispatcher again (exec-loop)\n"
@@ -151,15 +156,6 @@ static const char USAGE[] =
 	"version, unsafe permissions, guests cannot be isolated as asked\n"
 	"(doc/security.md), or the state is an older copy (open a new session).\n";
 
-struct opts {
-	const struct command *cmd;
-	const char *state_dir, *session, *run_id, *guest_user, *ended_fifo;
-	int64_t slots, budget_ms, grace_ms, max_output, output_quota, timeout_ms, ready_fd, log_fd;
-	int json, wait, confirmed, require_isolation, chain, log_stamps;
-	enum isolate_mode isolation;
-	bool isolation_given;     /* by --isolation, not EXEC_ISOLATION */
-	struct world *writable;   /* the operator's: --guest-writable, EXEC_GUEST_WRITABLE */
-};
 
 /* --- supervise ------------------------------------------------------------ */
 
@@ -178,7 +174,7 @@ say_containment(const struct run *r, struct guest *g)
  * isolation) is not run: that is its result. */
 static int
 run_guest(struct state *st, const struct opts *o, const struct isolate *iso, const struct run *r,
-    struct guest_end *end, struct ek_err *e)
+    struct guest_end *end, int64_t dropped[2], struct ek_err *e)
 {
 	char names[2][RUN_ID_MAX + 16];
 	struct guest g;
@@ -204,6 +200,8 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	}
 	crash_point("after-spawn");
 	guest_wait(&g, r->timeout_ms ? mono_ms() + r->timeout_ms : 0, &stop_signal, o->grace_ms, end);
+	dropped[0] = (int64_t)g.dropped[0];   /* cut at --max-output: told by show */
+	dropped[1] = (int64_t)g.dropped[1];
 	say_containment(r, &g);
 	svlog_truncated(st, PROG, r->run_id, &g);
 	guest_close(&g);
@@ -214,19 +212,26 @@ run_guest(struct state *st, const struct opts *o, const struct isolate *iso, con
 	return 0;
 }
 
-static int
+/* exec-run.h.  For a run that did not simply exit or get cancelled, the
+ * message goes last ("why: cannot execute '/x': No such file or
+ * directory"), so the loop's log tells what went wrong without a look at
+ * the state. */
+int
 print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
-    const struct deliver_report *d)
+    const char *message, const struct deliver_report *d)
 {
 	char safe[sizeof d->detail], n[32];
 
 	if (o->json)
-		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s}", "event", "result",
-		    "run_id", run_id, "outcome", outcome, "exit_code", code,
+		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:s}", "event",
+		    "result", "run_id", run_id, "outcome", outcome, "exit_code", code, "message", message,
 		    "delivery", deliver_status_name(d->status), "attempts", d->attempts, "detail", d->detail));
-	printf("%s%s %s %d: %s (%s): %s\n", svlog_prefix(), run_id, outcome, code,
-	    deliver_status_words(d->status),
-	    cli_plural(n, sizeof n, d->attempts, "attempt"), text_safe(safe, sizeof safe, d->detail));
+	printf("%s%s %s %d: %s (%s): %s", svlog_prefix(), run_id, outcome, code,
+	    deliver_status_words(d->status), cli_plural(n, sizeof n, d->attempts, "attempt"),
+	    text_safe(safe, sizeof safe, d->detail));
+	if (strcmp(outcome, "exited") != 0 && strcmp(outcome, "cancelled") != 0)
+		printf("; why: %s", text_safe(safe, sizeof safe, message));
+	putchar('\n');
 	return 0;
 }
 
@@ -237,7 +242,7 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
  * exec-reconcile; the execution row goes all the same. */
 static int
 finish(struct state *st, const struct opts *o, const struct run *r, const struct guest_end *end,
-    struct ek_err *e)
+    const int64_t dropped[2], struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	const char *outcome;
@@ -252,7 +257,8 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
-	    msg, o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e) < 0)
+	    msg, end->why == GUEST_NOT_RUN ? NULL : dropped, o->budget_ms + DELIVER_CLAIM_SLACK_MS,
+	    &won, e) < 0)
 		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
 			return -1;
 	/* The rest need not be synced before the next durable commit: the
@@ -273,11 +279,11 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 		return -1;
 	}
 	if (!won && result_load(st, r->run_id, &res, e) == 1) {
-		print_delivery(o, r->run_id, res.outcome, res.exit_code, &d);   /* the other chooser's */
+		print_delivery(o, r->run_id, res.outcome, res.exit_code, res.message, &d);   /* the other chooser's */
 		result_free(&res);
 		return 0;
 	}
-	return print_delivery(o, r->run_id, outcome, code, &d);
+	return print_delivery(o, r->run_id, outcome, code, msg, &d);
 }
 
 /* Guests fall back to no isolation: say so once, on stderr. */
@@ -302,6 +308,7 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
     struct ek_err *e)
 {
 	struct guest_end end;
+	int64_t dropped[2] = { 0, 0 };
 	int rc;
 
 	crash_point("start-marker");
@@ -323,10 +330,10 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
 		ek_clear(e);
 		rc = 0;
 	} else {
-		rc = run_guest(st, o, iso, r, &end, e);
+		rc = run_guest(st, o, iso, r, &end, dropped, e);
 	}
 	if (rc == 0)
-		rc = finish(st, o, r, &end, e);
+		rc = finish(st, o, r, &end, dropped, e);
 	isolate_view_remove(st, r->run_id);
 	return rc;
 }
@@ -573,62 +580,6 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	return 0;
 }
 
-/* --- cancel ------------------------------------------------------------- */
-
-/* A run still queued: nothing runs; its cancelled result is delivered here. */
-static int
-cancel_queued(struct state *st, const struct opts *o, const struct run *r, struct ek_err *e)
-{
-	struct deliver_report d;
-
-	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0 ||
-	    run_delete(st, r->run_id, e) < 0)
-		return -1;
-	return print_delivery(o, r->run_id, "cancelled", 128 + SIGTERM, &d);
-}
-
-/* Report a cancel that signalled a live supervisor, or found it gone. */
-static int
-print_cancel(const struct opts *o, const struct run *r, enum cancel_verdict v, struct ek_err *e)
-{
-	if (v == CANCEL_UNKNOWN)
-		return ek_fail(e, EK_NOINPUT, "run '%s': its supervisor is gone, so nothing can "
-		    "end its guest or know how it ended: marked unknown, not cancelled", r->run_id);
-	if (o->json)
-		return json_emit(stdout, json_pack("{s:s, s:s, s:s}", "event", "cancel",
-		    "run_id", r->run_id, "status", "signalled"));
-	printf("cancelling %s: its supervisor ends the guest and reports the result\n", r->run_id);
-	return 0;
-}
-
-/* The session, the binding, the supervisor's liveness and the mark are
- * decided in one transaction (run_cancel): a run whose supervisor is gone
- * becomes unknown, never cancelled, since its guest may still be running. */
-static int
-cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e)
-{
-	enum cancel_verdict v;
-	struct run r;
-	bool won;
-	int rc;
-
-	if (run_cancel(st, o->session, o->run_id, &r, &v, e) < 0)
-		return -1;
-	crash_point("cancel-marked");
-	if (v == CANCEL_QUEUED) {
-		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled",
-		    o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e);
-		if (rc == 0)
-			rc = cancel_queued(st, o, &r, e);
-	} else {
-		if (v == CANCEL_SIGNAL)   /* the supervisor ends the guest and reports */
-			sigqueue(r.sup_pid, SIGUSR1, (union sigval){ .sival_int = chain_token(r.started_at) });
-		rc = print_cancel(o, &r, v, e);
-	}
-	run_free(&r);
-	return rc;
-}
-
 /* --- wait and sweep ------------------------------------------------------------ */
 
 static int
@@ -692,10 +643,10 @@ cmd_isolation(struct state *st, const struct opts *o, struct ek_err *e)
 
 /* --- commands, options and main ----------------------------------------------- */
 
-/* What a command needs: one RUN_ID operand; --session SID; no state (it
+/* What a command needs: one RUN_ID operand; one or more; no state (it
  * runs with st NULL); to be undumpable (a supervisor's guest must not read
  * its memory). */
-enum { NEEDS_ID = 1, NEEDS_SESSION = 2, NO_STATE = 4, UNDUMPABLE = 8 };
+enum { NEEDS_ID = 1, NEEDS_IDS = 2, NO_STATE = 4, UNDUMPABLE = 8 };
 
 /* The commands, as git's commands[]; gen-completion.sh reads their names. */
 static const struct command {
@@ -705,7 +656,7 @@ static const struct command {
 } commands[] = {
 	{ "start", cmd_start, 0 },
 	{ "supervise", cmd_supervise, NEEDS_ID | UNDUMPABLE },
-	{ "cancel", cmd_cancel, NEEDS_ID | NEEDS_SESSION },
+	{ "cancel", cmd_cancel, NEEDS_IDS },
 	{ "wait", cmd_wait, 0 },
 	{ "sweep", cmd_sweep, 0 },
 	{ "isolation", cmd_isolation, NO_STATE },
@@ -806,11 +757,32 @@ parse_opt(int c, struct opts *o, char **argv)
 	}
 }
 
+/* The RUN_ID operands: exactly one (supervise), one or more (cancel), or
+ * none; each a valid run id. */
+static int
+check_ids(int argc, char **argv, struct opts *o)
+{
+	int i;
+
+	if ((o->cmd->needs & NEEDS_ID) && optind + 1 != argc)
+		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd->name);
+	if ((o->cmd->needs & NEEDS_IDS) && optind == argc)
+		return cli_usage_error(PROG, "%s needs a RUN_ID (or several)", o->cmd->name);
+	if (!(o->cmd->needs & (NEEDS_ID | NEEDS_IDS)) && optind != argc)
+		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
+	o->ids = argv + optind;
+	o->nids = argc - optind;
+	o->run_id = o->nids ? o->ids[0] : NULL;
+	for (i = 0; i < o->nids; i++)
+		if (!run_id_valid(o->ids[i]))
+			return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->ids[i]);
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
 	int c, rc;
-	bool needs_id;
 
 	*o = (struct opts){ .ready_fd = -1, .log_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS,
 		.grace_ms = 2000, .max_output = 1 << 20, .output_quota = OUTPUT_QUOTA_AUTO,
@@ -826,16 +798,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
 		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
 	optind++;
-	needs_id = o->cmd->needs & NEEDS_ID;
-	if (needs_id && optind + 1 != argc)
-		return cli_usage_error(PROG, "%s needs exactly one RUN_ID", o->cmd->name);
-	if (!needs_id && optind != argc)
-		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	o->run_id = needs_id ? argv[optind] : NULL;
-	if (o->run_id && !run_id_valid(o->run_id))
-		return cli_usage_error(PROG, "'%.200s' is not a valid run id", o->run_id);
-	if ((o->cmd->needs & NEEDS_SESSION) && !o->session)
-		return cli_usage_error(PROG, "%s needs --session SID (the current session)", o->cmd->name);
+	if ((rc = check_ids(argc, argv, o)) != 0)
+		return rc;
+	if (o->session && o->cmd->run != cmd_cancel)
+		return cli_usage_error(PROG, "--session goes with cancel only");
 	if (o->log_fd >= 0 && (o->cmd->run != cmd_start || o->wait))
 		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
 	if (o->ended_fifo && o->cmd->run != cmd_start && o->cmd->run != cmd_supervise)

@@ -34,7 +34,7 @@
 static const char PROG[] = "exec-session";
 
 enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
-	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_ENROLL_TOKEN_FILE, OPT_COLUMNS = 'o' };
+	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_ENROLL_TOKEN_FILE, OPT_COLUMNS = 'o', OPT_WIDE = 'w' };
 
 enum { ENROLL_TOKEN_MAX = 256 };
 
@@ -49,6 +49,7 @@ static const struct option options[] = {
 	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "utc", no_argument, NULL, OPT_UTC },
 	{ "columns", required_argument, NULL, OPT_COLUMNS },
+	{ "wide", no_argument, NULL, OPT_WIDE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -80,7 +81,8 @@ static const char USAGE[] =
 	"             session is opened (doc/recovery.md, \"Backup and restore\")\n"
 	"\n"
 	"Options:\n"
-	"      --dispatcher URL   dispatcher base URL (open only), e.g. http://127.0.0.1:8080\n"
+	"      --dispatcher URL   dispatcher base URL (open only),\n"
+	"                         e.g. http://127.0.0.1:8080\n"
 	"      --adopt            open: then adopt every earlier session that still holds\n"
 	"                         retained results (exec-loop does this by default)\n"
 	"      --enroll-token-file FILE\n"
@@ -92,6 +94,7 @@ static const char USAGE[] =
 	"      --ids              show: session ids only, one per line\n"
 	"  -o, --columns COLUMNS  show: print only these columns, in this order (comma\n"
 	"                         list of the header's names, any case)\n"
+	"  -w, --wide             show: never cut a cell to fit the terminal\n"
 	"      --utc              show: times in UTC, not the local time zone\n"
 	"      --json             JSON Lines output (doc/json.md)\n"
 	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
@@ -110,7 +113,7 @@ struct opts {
 	const struct command *cmd;
 	const char *state_dir, *dispatcher, *arg, *columns, *enroll_file;
 	int64_t timeout_ms;
-	int json, adopt, current, ids, utc;
+	int json, adopt, current, ids, utc, wide;
 	bool enroll_env;                 /* enroll_file is $EXEC_ENROLL_TOKEN_FILE's */
 };
 
@@ -500,12 +503,14 @@ adopt_one(struct state *st, const struct opts *o, struct session *cur, const str
 static void
 print_adoption(const struct opts *o, const struct session *cur, const struct session *old, int64_t n)
 {
+	char w[48];
+
 	if (o->json)
 		json_emit(stdout, json_pack("{s:s, s:s, s:s, s:I}", "event", "session_adopt",
 		    "session_id", old->b.session_id, "by", cur->b.session_id, "deliverable", (json_int_t)n));
 	else
-		printf("session %s (%s) adopted by %s: %lld retained results now deliverable\n",
-		    old->b.session_id, old->status, cur->b.session_id, (long long)n);
+		printf("session %s (%s) adopted by %s: %s now deliverable\n", old->b.session_id,
+		    old->status, cur->b.session_id, cli_plural(w, sizeof w, n, "retained result"));
 }
 
 static int
@@ -645,7 +650,8 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 	if (rc == 0 && o->current && w.rows == 0)
 		rc = ek_fail(e, EK_NOSESSION, "no current session (open one with 'exec-session open')");
 	if (rc == 0 && w.rows && !o->ids && !o->json)
-		table_print(w.t, stdout, true);
+		table_print_fit(w.t, stdout, &(struct table_fit){ table_term_width(STDOUT_FILENO),
+		    o->wide, true });
 	table_free(w.t);
 	return rc;
 }
@@ -705,7 +711,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hVo:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVo:w", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DISPATCHER: o->dispatcher = optarg; break;
 		case OPT_ENROLL_TOKEN_FILE: o->enroll_file = optarg; break;
@@ -714,6 +720,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_IDS: o->ids = 1; break;
 		case OPT_UTC: o->utc = 1; break;
 		case OPT_COLUMNS: o->columns = optarg; break;
+		case OPT_WIDE: o->wide = 1; break;
 		case OPT_TIMEOUT:
 			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
@@ -747,10 +754,10 @@ parse_args(int argc, char **argv, struct opts *o)
 		if (!o->enroll_env)
 			o->enroll_file = NULL;
 	}
-	if ((o->current || o->ids || o->utc || o->columns) && o->cmd->run != cmd_show)
-		return cli_usage_error(PROG, "--current, --ids, --utc and -o go with show only");
-	if ((o->ids || o->columns) && o->json)
-		return cli_usage_error(PROG, "--ids and -o go with the table, not with --json");
+	if ((o->current || o->ids || o->utc || o->columns || o->wide) && o->cmd->run != cmd_show)
+		return cli_usage_error(PROG, "--current, --ids, --utc, -o and -w go with show only");
+	if ((o->ids || o->columns || o->wide) && o->json)
+		return cli_usage_error(PROG, "--ids, -o and -w go with the table, not with --json");
 	if (o->ids && o->columns)
 		return cli_usage_error(PROG, "--ids and -o exclude each other");
 	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&

@@ -102,7 +102,7 @@ weight(int64_t millionths)
 static void
 print_failures(const struct opts *o, const struct shares_note *n)
 {
-	char safe[sizeof n->fail[0].detail];
+	char safe[sizeof n->fail[0].detail], more[48];
 	int i;
 
 	for (i = 0; i < n->nfail; i++) {
@@ -113,7 +113,8 @@ print_failures(const struct opts *o, const struct shares_note *n)
 		    text_safe(safe, sizeof safe, n->fail[i].detail));
 	}
 	if (n->files_failed + n->hooks_failed > n->nfail)
-		fprintf(stderr, "%s: and %d more failures\n", PROG, n->files_failed + n->hooks_failed - n->nfail);
+		fprintf(stderr, "%s: and %s\n", PROG, cli_plural(more, sizeof more,
+		    n->files_failed + n->hooks_failed - n->nfail, "more failure"));
 }
 
 static int
@@ -123,7 +124,7 @@ cmd_capacity_set(struct state *st, const struct opts *o, struct ek_err *e)
 	int64_t capacity = o->capacity;
 	struct shares_note n = { 0 };
 	int64_t gen = 0;
-	char buf[64];
+	char buf[64], files[48], hooks[48];
 
 	if (shares_set_capacity(st, dim, capacity, 0, &gen, &n, e) < 0)
 		return -1;
@@ -134,8 +135,10 @@ cmd_capacity_set(struct state *st, const struct opts *o, struct ek_err *e)
 		    "rewritten", n.rewritten, "notified", n.notified, "files_failed", n.files_failed,
 		    "hooks_failed", n.hooks_failed));
 	else
-		printf("%s: capacity %s, generation %lld; %d limits files rewritten, %d hooks notified\n",
-		    dim, bps_text(capacity, buf, sizeof buf), (long long)gen, n.rewritten, n.notified);
+		printf("%s: capacity %s, generation %lld; %s rewritten, %s notified\n", dim,
+		    bps_text(capacity, buf, sizeof buf), (long long)gen,
+		    cli_plural(files, sizeof files, n.rewritten, "limits file"),
+		    cli_plural(hooks, sizeof hooks, n.notified, "hook"));
 	if (n.files_failed)
 		return ek_fail(e, EK_IOERR, "%d limits files could not be rewritten; the capacity is set: "
 		    "run the command again", n.files_failed);

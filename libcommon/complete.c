@@ -10,11 +10,11 @@
 /* ?1 the prefix, ?2 the prefix followed by '~', ?3 the limit. */
 #define RANGE(t) t ".run_id >= ?1 AND " t ".run_id < ?2"
 /* Runs of the current session in one state, by the runs_due index. */
-#define CURRENT_RUNS(state) "SELECT r.run_id FROM sessions s JOIN runs r ON " \
-	"r.incarnation = s.incarnation AND r.session_id = s.session_id AND r.state = '" state "' " \
+#define CURRENT_RUNS(states) "SELECT r.run_id FROM sessions s JOIN runs r ON " \
+	"r.incarnation = s.incarnation AND r.session_id = s.session_id AND r.state IN (" states ") " \
 	"WHERE s.status = 'current' AND " RANGE("r") " ORDER BY r.run_id LIMIT ?3"
 
-const char *const complete_sets[] = { "all", "queued", "running", "retained", NULL };
+const char *const complete_sets[] = { "all", "queued", "running", "live", "retained", NULL };
 
 /* "all" is a compound SELECT ordered by run_id, which SQLite merges from the
  * four primary key ranges: the LIMIT stops it after the ids printed. */
@@ -23,8 +23,9 @@ static const char *const set_sql[] = {
 	" UNION SELECT r.run_id FROM runs r WHERE " RANGE("r")
 	" UNION SELECT x.run_id FROM results x WHERE " RANGE("x")
 	" UNION SELECT k.run_id FROM receipts k WHERE " RANGE("k") " ORDER BY 1 LIMIT ?3",
-	CURRENT_RUNS("queued"),
-	CURRENT_RUNS("started"),
+	CURRENT_RUNS("'queued'"),
+	CURRENT_RUNS("'started'"),
+	CURRENT_RUNS("'queued', 'started'"),
 	"SELECT x.run_id FROM results x WHERE " RANGE("x") " AND x.refused = 0 ORDER BY x.run_id LIMIT ?3",
 };
 
@@ -45,8 +46,8 @@ complete_run_ids(struct state *st, const char *set, const char *prefix, FILE *ou
 	for (i = 0; complete_sets[i] && strcmp(set, complete_sets[i]) != 0; i++)
 		;
 	if (!complete_sets[i])
-		return ek_fail(e, EK_USAGE, "unknown set of run ids '%.40s' (all, queued, running or "
-		    "retained)", set);
+		return ek_fail(e, EK_USAGE, "unknown set of run ids '%.40s' (all, queued, running, live "
+		    "or retained)", set);
 	if (!prefix_possible(prefix))
 		return 0;
 	snprintf(upper, sizeof upper, "%s~", prefix);

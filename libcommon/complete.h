@@ -19,7 +19,8 @@
 /* The populations, as the words that take a run id want them:
  *   all       every run the state knows, acknowledged ones included (show)
  *   queued    queued runs of the current session (supervise)
- *   running   started runs of the current session (cancel, exec-shares show)
+ *   running   started runs of the current session (exec-shares show)
+ *   live      queued and started runs of the current session (cancel)
  *   retained  results waiting for delivery, not refused (exec-report) */
 extern const char *const complete_sets[];
 

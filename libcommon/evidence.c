@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "crash.h"
 #include "evidence.h"
@@ -48,10 +49,11 @@ record_exported(struct state *st, const char *path, int64_t cutoff, bool adoptab
     int64_t last, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
-	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, evidence, "
-	    "recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
-	    "results.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
-	    "chosen_at, CASE WHEN refused THEN 'refused (' || IFNULL(refused_cause, '') || "
+	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, message, "
+	    "stdout_dropped, stderr_dropped, evidence, recorded_at) SELECT run_id, (SELECT a.txn_id "
+	    "FROM accepts a WHERE a.run_id = results.run_id), incarnation, session_id, 'finished', "
+	    "outcome, exit_code, started_at, chosen_at, message, stdout_dropped, stderr_dropped, "
+	    "CASE WHEN refused THEN 'refused (' || IFNULL(refused_cause, '') || "
 	    "'), evidence exported to ' ELSE 'not delivered, evidence exported to ' END || ?5, ?6 "
 	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e);
 
@@ -77,6 +79,7 @@ export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool a
 	    "exit_code, message, chosen_at, attempts, refused, refused_cause, last_diag, body, rowid "
 	    "FROM results" EVIDENCE_WHERE " AND rowid > ?2 ORDER BY rowid LIMIT ?3", e);
 	int64_t first = *last;
+	char rows[48];
 	int rc;
 
 	if (!q)
@@ -111,8 +114,8 @@ export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool a
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
 	if (sqlite3_changes(st->db.h) != *n)
-		return ek_fail(e, EK_SOFTWARE, "export wrote %lld rows but %d match now; nothing deleted",
-		    (long long)*n, sqlite3_changes(st->db.h));
+		return ek_fail(e, EK_SOFTWARE, "export wrote %s but %d match now; nothing deleted",
+		    cli_plural(rows, sizeof rows, *n, "row"), sqlite3_changes(st->db.h));
 	return 0;
 }
 
@@ -266,9 +269,10 @@ record_pruned(struct state *st, int64_t cutoff, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
 	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, acked_at, "
-	    "evidence, recorded_at) SELECT run_id, (SELECT a.txn_id FROM accepts a WHERE a.run_id = "
-	    "receipts.run_id), incarnation, session_id, 'finished', outcome, exit_code, started_at, "
-	    "chosen_at, acked_at, 'delivered and acknowledged; its receipt pruned', ?3 "
+	    "message, stdout_dropped, stderr_dropped, evidence, recorded_at) SELECT run_id, "
+	    "(SELECT a.txn_id FROM accepts a WHERE a.run_id = receipts.run_id), incarnation, "
+	    "session_id, 'finished', outcome, exit_code, started_at, chosen_at, acked_at, message, "
+	    "stdout_dropped, stderr_dropped, 'delivered and acknowledged; its receipt pruned', ?3 "
 	    "FROM receipts WHERE rowid IN (SELECT rowid FROM receipts WHERE acked_at < ?1 "
 	    "ORDER BY rowid LIMIT ?2)", e);
 

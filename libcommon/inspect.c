@@ -21,7 +21,7 @@
 #include "proc.h"
 #include "jsonout.h"
 #include "output.h"
-#include "story.h"
+#include "inspect_int.h"
 
 /* --- the guard ----------------------------------------------------------- */
 
@@ -450,9 +450,9 @@ col_value(sqlite3_stmt *q, int i)
 	}
 }
 
-/* The current row as an object, keys in column order. */
-static json_t *
-row_json(sqlite3_stmt *q)
+/* inspect_int.h */
+json_t *
+inspect_row_json(sqlite3_stmt *q)
 {
 	json_t *o = json_object();
 	int i, n = sqlite3_column_count(q);
@@ -483,22 +483,34 @@ const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancell
 static const char *const list_time[] = { "due_at", "unknown_at", "chosen_at", "chosen_at",
 	"chosen_at", "due_at", "started_at", "acked_at" };
 
-/* The query of each kind, in the order of inspect_list_kinds. */
+/* The query of each kind, in the order of inspect_list_kinds, and the
+ * order of its rows, oldest first and newest first (list_order). */
 static const char *const list_sql[] = {
 	CUR "SELECT run_id, state, incarnation, session_id, due_at, started_at, txn_id FROM runs "
-	    "WHERE NOT " MINE("runs") " ORDER BY rowid",
+	    "WHERE NOT " MINE("runs"),
 	"SELECT run_id, incarnation, session_id, started_at, unknown_at, unknown_why FROM runs "
-	    "WHERE state = 'unknown' ORDER BY unknown_at, rowid",
-	RESULT_COLS ", last_diag FROM results WHERE refused = 0 ORDER BY chosen_at, rowid",
-	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1 ORDER BY chosen_at, rowid",
+	    "WHERE state = 'unknown'",
+	RESULT_COLS ", last_diag FROM results WHERE refused = 0",
+	RESULT_COLS ", refused_cause, last_diag FROM results WHERE refused = 1",
 	RESULT_COLS ", last_diag FROM results WHERE refused = 0 AND NOT "
-	    SQL_DELIVERABLE_HERE("results") " ORDER BY chosen_at, rowid",
+	    SQL_DELIVERABLE_HERE("results"),
 	CUR "SELECT run_id, incarnation, session_id, due_at, txn_id FROM runs "
-	    "WHERE state = 'queued' AND " MINE("runs") " ORDER BY due_at, rowid",
+	    "WHERE state = 'queued' AND " MINE("runs"),
 	CUR "SELECT run_id, incarnation, session_id, started_at, start_marker, sup_pid, guest_pid "
-	    "FROM runs WHERE state = 'started' AND " MINE("runs") " ORDER BY started_at, rowid",
+	    "FROM runs WHERE state = 'started' AND " MINE("runs"),
 	"SELECT run_id, incarnation, session_id, outcome, exit_code, acked_at, record_id, attempts "
-	    "FROM receipts ORDER BY acked_at, rowid",
+	    "FROM receipts",
+};
+
+static const char *const list_order[][2] = {
+	{ " ORDER BY rowid", " ORDER BY rowid DESC" },
+	{ " ORDER BY unknown_at, rowid", " ORDER BY unknown_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY chosen_at, rowid", " ORDER BY chosen_at DESC, rowid DESC" },
+	{ " ORDER BY due_at, rowid", " ORDER BY due_at DESC, rowid DESC" },
+	{ " ORDER BY started_at, rowid", " ORDER BY started_at DESC, rowid DESC" },
+	{ " ORDER BY acked_at, rowid", " ORDER BY acked_at DESC, rowid DESC" },
 };
 
 bool
@@ -529,11 +541,12 @@ static int
 list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, const char *time,
     int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
+	int64_t left = f && f->limit > 0 ? f->limit : -1;
 	json_t *row;
-	int rc;
+	int rc = 0;
 
-	while ((rc = db_step(&st->db, q, e)) == 1) {
-		if (!(row = row_json(q)))
+	while (left != 0 && (rc = db_step(&st->db, q, e)) == 1) {
+		if (!(row = inspect_row_json(q)))
 			return ek_fail(e, EK_OSERR, "out of memory");
 		if (!row_passes(row, f, time)) {
 			json_decref(row);
@@ -543,8 +556,10 @@ list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, con
 		json_decref(row);
 		if (rc != 0)
 			return 0;
+		if (left > 0)
+			left--;
 	}
-	return rc;
+	return left == 0 ? 0 : rc;
 }
 
 /* The index of kind in inspect_list_kinds; EK_USAGE if it is none. */
@@ -582,11 +597,13 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
     int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
 	sqlite3_stmt *q;
+	char sql[1024];
 	int i, rc;
 
 	if ((i = kind_index(kind, e)) < 0 || db_begin_read(&st->db, e) < 0)
 		return -1;
-	if (!(q = db_prep(&st->db, list_sql[i], e))) {
+	snprintf(sql, sizeof sql, "%s%s", list_sql[i], list_order[i][f && f->newest_first]);
+	if (!(q = db_prep(&st->db, sql, e))) {
 		db_rollback(&st->db);
 		return -1;
 	}
@@ -594,166 +611,6 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
 	db_done(&st->db, q);
 	db_rollback(&st->db);
 	return rc < 0 ? -1 : 0;
-}
-
-/* --- one run, everything ------------------------------------------------------- */
-
-static const char *const show_sql[][2] = {
-	{ "accepted", "SELECT txn_id, incarnation, session_id, receipt, accepted_at "
-	    "FROM accepts WHERE run_id = ?1" },
-	{ "run", "SELECT state, txn_id, incarnation, session_id, program, args, env, cwd, policy, "
-	    "due_at, timeout_ms, started_at, start_marker, sup_pid, sup_start, guest_pid, cancel_at, "
-	    "unknown_at, unknown_why FROM runs WHERE run_id = ?1" },
-	{ "result", "SELECT incarnation, session_id, outcome, exit_code, wait_status, message, "
-	    "chosen_at, attempts, last_attempt_at, refused, refused_cause, last_diag, claim_owner, "
-	    "claim_until, CAST(body AS TEXT) AS body, due_at, started_at, start_marker, program, args "
-	    "FROM results WHERE run_id = ?1" },
-	{ "receipt", "SELECT incarnation, session_id, outcome, exit_code, acked_at, record_id, "
-	    "attempts, started_at, chosen_at FROM receipts WHERE run_id = ?1" },
-};
-
-/* One row selected by ?1 = key (bound text) or JSON null. */
-static int
-one_row(struct state *st, const char *sql, const char *key, const char *key2, json_t **out, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(&st->db, sql, e);
-	int rc;
-
-	*out = NULL;
-	if (!q)
-		return -1;
-	db_bind_text(q, 1, key);
-	if (key2)
-		db_bind_text(q, 2, key2);
-	rc = db_step(&st->db, q, e);
-	if (rc >= 0)
-		*out = rc == 1 ? row_json(q) : json_null();
-	db_done(&st->db, q);
-	if (rc >= 0 && !*out)
-		return ek_fail(e, EK_OSERR, "out of memory");
-	return rc < 0 ? -1 : 0;
-}
-
-/* The binding the rows carry and what became of its session. */
-static int
-show_binding(struct state *st, json_t *o, struct ek_err *e)
-{
-	const char *keys[] = { "accepted", "run", "result", "receipt" };
-	struct session cur;
-	json_t *src = NULL, *sess;
-	const char *inc, *sid;
-	size_t i;
-	int rc;
-
-	for (i = 0; i < sizeof keys / sizeof keys[0] && !json_is_object(src); i++)
-		src = json_object_get(o, keys[i]);
-	inc = json_string_value(json_object_get(src, "incarnation"));
-	sid = json_string_value(json_object_get(src, "session_id"));
-	if (!inc || !sid)
-		return 0;   /* stays null */
-	if ((rc = session_current(st, &cur, e)) < 0 ||
-	    one_row(st, "SELECT status, opened_at, ended_at FROM sessions WHERE incarnation = ?1 "
-	    "AND session_id = ?2", inc, sid, &sess, e) < 0)
-		return -1;
-	json_object_set_new(o, "binding", json_pack("{s:s, s:s, s:O, s:b}", "incarnation", inc,
-	    "session_id", sid, "session_status", json_is_object(sess) ? json_object_get(sess, "status") :
-	    json_null(), "current", rc == 1 && strcmp(cur.b.incarnation, inc) == 0 &&
-	    strcmp(cur.b.session_id, sid) == 0));
-	json_decref(sess);
-	return 0;
-}
-
-/* Name what the stored rows say about the run (inspect.h: verdict). */
-static void
-show_verdict(json_t *o)
-{
-	json_t *run = json_object_get(o, "run"), *res = json_object_get(o, "result");
-	json_t *rcpt = json_object_get(o, "receipt");
-	const char *state = json_string_value(json_object_get(run, "state")), *v;
-	char d[256];
-
-	if (state && strcmp(state, "unknown") == 0) {
-		v = "unknown";
-		snprintf(d, sizeof d, "unknown outcome: started, but its supervisor vanished without "
-		    "choosing a result; kept as evidence, never re-run");
-	} else if (json_is_object(rcpt)) {
-		v = "acknowledged";
-		snprintf(d, sizeof d, "acknowledged (receipt: dispatcher record %" JSON_INTEGER_FORMAT ")",
-		    json_integer_value(json_object_get(rcpt, "record_id")));
-	} else if (json_is_true(json_object_get(res, "refused"))) {
-		v = "refused";
-		snprintf(d, sizeof d, "refused by the dispatcher (%s); kept as evidence, never retried",
-		    json_string_value(json_object_get(res, "refused_cause")) ?
-		    json_string_value(json_object_get(res, "refused_cause")) : "no cause recorded");
-	} else if (json_is_object(res)) {
-		v = "retained";
-		snprintf(d, sizeof d, "result retained, not acknowledged yet (%" JSON_INTEGER_FORMAT
-		    " delivery attempts)", json_integer_value(json_object_get(res, "attempts")));
-	} else if (state) {
-		v = state;
-		snprintf(d, sizeof d, "%s", strcmp(state, "queued") == 0 ? "accepted, not started yet" :
-		    "started, no result chosen yet");
-	} else {
-		v = "accepted";
-		snprintf(d, sizeof d, "accepted, but no execution row, result or receipt is stored");
-	}
-	json_object_set_new(o, "verdict", json_string(v));
-	json_object_set_new(o, "detail", json_string(d));
-}
-
-/* The run's story (story.h), with the accepted spec for what the rows
- * no longer hold. */
-static int
-show_story(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
-{
-	json_t *spec;
-	int rc;
-
-	if (one_row(st, "SELECT content FROM accepts WHERE run_id = ?1", run_id, NULL, &spec, e) < 0)
-		return -1;
-	rc = story_add(st, o, json_string_value(json_object_get(spec, "content")));
-	json_decref(spec);
-	return rc < 0 ? ek_fail(e, EK_OSERR, "out of memory") : 0;
-}
-
-static int
-show_snapshot(struct state *st, const char *run_id, json_t *o, struct ek_err *e)
-{
-	json_t *v;
-	size_t i;
-
-	for (i = 0; i < sizeof show_sql / sizeof show_sql[0]; i++) {
-		if (one_row(st, show_sql[i][1], run_id, NULL, &v, e) < 0)
-			return -1;
-		json_object_set_new(o, show_sql[i][0], v);
-	}
-	return show_binding(st, o, e) < 0 ? -1 : show_story(st, run_id, o, e);
-}
-
-int
-inspect_show(struct state *st, const char *run_id, json_t **out, struct ek_err *e)
-{
-	json_t *o = json_pack("{s:s, s:n, s:n, s:n}", "run_id", run_id, "verdict", "detail", "binding");
-	const char *keys[] = { "accepted", "run", "result", "receipt" };
-	size_t i;
-	int rc;
-
-	*out = NULL;
-	if (!o)
-		return ek_fail(e, EK_OSERR, "out of memory");
-	if ((rc = db_begin_read(&st->db, e)) == 0)
-		rc = show_snapshot(st, run_id, o, e);
-	db_rollback(&st->db);
-	for (i = 0; rc == 0 && i < sizeof keys / sizeof keys[0]; i++)
-		if (json_is_object(json_object_get(o, keys[i])))
-			break;
-	if (rc < 0 || i == sizeof keys / sizeof keys[0]) {
-		json_decref(o);
-		return rc;   /* an error, or never recorded */
-	}
-	show_verdict(o);
-	*out = o;
-	return 0;
 }
 
 /* --- figures (metrics.c writes them out) ------------------------------------ */

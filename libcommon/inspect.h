@@ -125,19 +125,23 @@ extern const char *const inspect_outcomes[];
  * receipts)? */
 bool inspect_list_has_outcome(const char *kind);
 
-/* Which rows a list keeps: each field unset (-1, NULL) keeps them all.
- * since_ms: the row's time (the column the list is ordered by: due_at,
- * unknown_at, chosen_at, started_at or acked_at) is at most that old. */
+/* Which rows a list keeps, and in which order: each filter unset (-1,
+ * NULL) keeps them all.  since_ms: the row's time (the column the list is
+ * ordered by: due_at, unknown_at, chosen_at, started_at or acked_at) is at
+ * most that old.  limit: at most that many rows, the first in the list's
+ * order (0: all); newest_first: that order reversed. */
 struct inspect_filter {
 	int64_t since_ms;      /* -1: any age */
 	const char *outcome;   /* one of inspect_outcomes */
 	const char *session;   /* the session id of the row's binding */
+	int64_t limit;         /* 0: every row that passes */
+	bool newest_first;
 };
 
 /* One row per item of kind that passes f (NULL: every item), oldest
- * first: fn(row) with row a JSON object whose keys come in column order,
- * run_id first.  fn returning non-zero stops the listing.  EK_USAGE for an
- * unknown kind. */
+ * first unless f says newest first: fn(row) with row a JSON object whose
+ * keys come in column order, run_id first.  fn returning non-zero stops
+ * the listing.  EK_USAGE for an unknown kind. */
 int inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
     int (*fn)(json_t *row, void *), void *arg, struct ek_err *e);
 

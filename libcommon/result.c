@@ -27,8 +27,8 @@ build_body(const char *run_id, const struct binding *b, const char *outcome,
 
 static int
 insert_result(struct state *st, const char *run_id, const struct binding *b, const char *outcome,
-    int exit_code, int wait_status, const char *message, const char *body, int64_t now,
-    int64_t claim_ms, struct ek_err *e)
+    int exit_code, int wait_status, const char *message, const int64_t dropped[2],
+    const char *body, int64_t now, int64_t claim_ms, struct ek_err *e)
 {
 	/* The run's start facts (schema step 5), program and args (step 10)
 	 * go with its result.  A receipt is a result chosen, acknowledged and
@@ -38,9 +38,9 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 	 * chose) loses, as it would to the row. */
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT INTO results(run_id, incarnation, session_id, "
 	    "outcome, exit_code, wait_status, message, chosen_at, body, claim_owner, claim_until, "
-	    "due_at, started_at, start_marker, program, args) "
+	    "due_at, started_at, start_marker, program, args, stdout_dropped, stderr_dropped) "
 	    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, r.due_at, "
-	    "r.started_at, r.start_marker, r.program, r.args FROM (SELECT 1) "
+	    "r.started_at, r.start_marker, r.program, r.args, ?12, ?13 FROM (SELECT 1) "
 	    "LEFT JOIN runs r ON r.run_id = ?1 "
 	    "WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1) "
 	    "AND NOT EXISTS (SELECT 1 FROM run_records WHERE run_id = ?1) "
@@ -63,13 +63,17 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 	db_bind_text(q, 7, message);
 	db_bind_i64(q, 8, now);
 	db_bind_blob(q, 9, body, strlen(body));
+	if (dropped) {
+		db_bind_i64(q, 12, dropped[0]);
+		db_bind_i64(q, 13, dropped[1]);
+	}
 	return db_exec_stmt(&st->db, q, e);
 }
 
 int
 result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    int64_t claim_ms, bool *won, struct ek_err *e)
+    const int64_t dropped[2], int64_t claim_ms, bool *won, struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	int64_t now = now_ms();
@@ -85,7 +89,8 @@ result_choose(struct state *st, const char *run_id, const struct binding *b,
 		free(body);
 		return -1;
 	}
-	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, body, now, claim_ms, e);
+	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, dropped, body, now,
+	    claim_ms, e);
 	free(body);
 	if (rc < 0) {
 		db_rollback(&st->db);
@@ -219,9 +224,11 @@ int
 result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR IGNORE INTO receipts(run_id, incarnation, "
-	    "session_id, outcome, exit_code, acked_at, record_id, attempts, started_at, chosen_at) "
+	    "session_id, outcome, exit_code, acked_at, record_id, attempts, started_at, chosen_at, "
+	    "message, stdout_dropped, stderr_dropped) "
 	    "SELECT run_id, incarnation, session_id, outcome, exit_code, ?1, ?2, attempts, "
-	    "started_at, chosen_at FROM results WHERE run_id = ?3", e);
+	    "started_at, chosen_at, message, stdout_dropped, stderr_dropped FROM results "
+	    "WHERE run_id = ?3", e);
 
 	if (!q)
 		return -1;

@@ -49,10 +49,12 @@ struct result {
  * wait_status < 0 means none.  With claim_ms > 0 the row is born claimed
  * by this process for that long: a chooser that delivers its own result
  * next keeps a pass from taking it in between (0: unclaimed).  Commit
- * points result-chosen (before the commit) and retained (after). */
+ * points result-chosen (before the commit) and retained (after).
+ * dropped: bytes of stdout and stderr dropped past the capture bound, kept
+ * beside the result (schema step 15); NULL when no guest output was read. */
 int result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    int64_t claim_ms, bool *won, struct ek_err *e);
+    const int64_t dropped[2], int64_t claim_ms, bool *won, struct ek_err *e);
 
 /* Load the retained result of run_id: 1 found, 0 none, -1 error. */
 int result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e);
@@ -75,7 +77,9 @@ int result_unclaim_in(struct state *st, const char *run_id, const char *owner, s
  * sent), -1 to take back one counted but not sent. */
 int result_count_in(struct state *st, const char *run_id, int delta, struct ek_err *e);
 
-/* Acknowledged as record_id: write the receipt and release the row. */
+/* Acknowledged as record_id: write the receipt and release the row.  The
+ * receipt keeps the times, the message and the bytes of output dropped
+ * (schema steps 10 and 13), so the run's story outlives the row. */
 int result_ack_in(struct state *st, const char *run_id, int64_t record_id, struct ek_err *e);
 
 /* Keep a bounded diagnostic of the last failure; with refused_cause not

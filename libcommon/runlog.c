@@ -95,6 +95,22 @@ nap(void)
 	nanosleep(&t, NULL);   /* a signal cuts it short, as it should */
 }
 
+/* Why there is nothing to print: no such run, or no such output. */
+static int
+no_output(struct state *st, const struct runlog *r, const char *name, struct ek_err *e)
+{
+	int known = db_exists(&st->db, "SELECT 1 FROM accepts WHERE run_id = ?1", r->run_id, NULL, e);
+
+	if (known < 0)
+		return -1;
+	if (!known)
+		return ek_fail(e, EK_NOINPUT, "run '%s': no such run (nothing was ever accepted under "
+		    "that id here)", r->run_id);
+	return ek_fail(e, EK_NOINPUT, "run '%s': no captured %s (out/%s): it wrote none, "
+	    "or it was removed%s", r->run_id, r->err ? "stderr" : "stdout", name,
+	    r->follow ? "" : ", or it has not written any yet (-f waits for it)");
+}
+
 /* Open the output file; while following a pending run, wait for it (a
  * guest's capture file is made on its first byte).  -2: stopped while
  * waiting, with nothing to print. */
@@ -117,11 +133,32 @@ open_output(struct state *st, const struct runlog *r, const char *name,
 		if (*stop)
 			return -2;
 		if (!pending)
-			return ek_fail(e, EK_NOINPUT, "run '%s': no captured %s (out/%s): it wrote none, "
-			    "or it was removed%s", r->run_id, r->err ? "stderr" : "stdout", name,
-			    r->follow ? "" : ", or it has not written any yet (-f waits for it)");
+			return no_output(st, r, name, e);
 		nap();
 	}
+}
+
+int
+runlog_dropped(struct state *st, const struct runlog *r, int64_t *dropped, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, r->err ?
+	    "SELECT stderr_dropped FROM results WHERE run_id = ?1 UNION ALL "
+	    "SELECT stderr_dropped FROM receipts WHERE run_id = ?1 UNION ALL "
+	    "SELECT stderr_dropped FROM run_records WHERE run_id = ?1" :
+	    "SELECT stdout_dropped FROM results WHERE run_id = ?1 UNION ALL "
+	    "SELECT stdout_dropped FROM receipts WHERE run_id = ?1 UNION ALL "
+	    "SELECT stdout_dropped FROM run_records WHERE run_id = ?1", e);
+	int rc;
+
+	*dropped = -1;
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, r->run_id);
+	while ((rc = db_step(&st->db, q, e)) == 1 && *dropped < 0)
+		if (sqlite3_column_type(q, 0) != SQLITE_NULL)
+			*dropped = sqlite3_column_int64(q, 0);
+	db_done(&st->db, q);
+	return rc < 0 ? -1 : 0;
 }
 
 int

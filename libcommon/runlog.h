@@ -32,4 +32,9 @@ struct runlog {
 int runlog_print(struct state *st, const struct runlog *r, volatile sig_atomic_t *stop,
     struct ek_err *e);
 
+/* How many bytes of r's stream the capture dropped past its bound (exec-run
+ * --max-output), as its result, receipt or run record keeps it (schema
+ * step 15): *dropped, or -1 when none of them says.  0 or -1 (e). */
+int runlog_dropped(struct state *st, const struct runlog *r, int64_t *dropped, struct ek_err *e);
+
 #endif

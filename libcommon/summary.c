@@ -14,12 +14,18 @@
  * current session: a per-row check of the session would cost a subquery
  * per row, seconds on a million rows.  What no index holds (refused rows,
  * the oldest result, the attempts) comes from one plain scan of results.
+ * A handed-back run keeps its execution row (never started, never
+ * deleted, schema step 8), but it waits for nothing: it is counted as
+ * handed back, never as queued or quarantined, so each group takes its
+ * handed-back rows away (one pass over handbacks, by the runs key).
  * A run or result is "mine" when its binding is the current session or,
  * for a result, one the current session adopted (then it is deliverable
  * unless refused). */
 static const char SUMMARY_SQL[] =
 	"WITH g AS (SELECT incarnation, session_id, state, count(*) AS n FROM runs"
-	"   GROUP BY incarnation, session_id, state),"
+	"   GROUP BY incarnation, session_id, state"
+	"  UNION ALL SELECT r.incarnation, r.session_id, r.state, -count(*) FROM handbacks hb"
+	"   JOIN runs r ON r.run_id = hb.run_id GROUP BY r.incarnation, r.session_id, r.state),"
 	" gm AS (SELECT state, n, EXISTS (SELECT 1 FROM sessions cs WHERE cs.status = 'current'"
 	"   AND cs.incarnation = g.incarnation AND cs.session_id = g.session_id) AS mine FROM g),"
 	" h AS (SELECT incarnation, session_id, count(*) AS n"

@@ -1,8 +1,11 @@
 /* table — see table.h. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "table.h"
 #include "text.h"
@@ -220,40 +223,145 @@ cell(const struct table *t, size_t row, size_t col)
 	return c ? c : "-";
 }
 
+size_t
+table_term_width(int fd)
+{
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	char *end;
+	long n;
+
+	if (env && *env) {
+		errno = 0;
+		n = strtol(env, &end, 10);
+		if (!*end && errno == 0 && n > 0 && n <= 100000)
+			return (size_t)n;
+	}
+	return isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 0;
+}
+
+/* The ellipsis a cut cell ends with: one character in a UTF-8 locale, as
+ * systemctl(1) prints it, else three dots. */
+static const char *
+ellipsis(void)
+{
+	const char *v = getenv("LC_ALL");
+
+	if (!v || !*v)
+		v = getenv("LC_CTYPE");
+	if (!v || !*v)
+		v = getenv("LANG");
+	return v && (strcasestr(v, "utf-8") || strcasestr(v, "utf8")) ? "\u2026" : "...";
+}
+
+/* Print s in at most width characters: whole when it fits, else its first
+ * characters and the ellipsis.  Returns the characters printed. */
+static size_t
+put_cut(FILE *f, const char *s, size_t width, const char *dots)
+{
+	size_t n = chars(s), keep, d = chars(dots);
+	const char *p = s;
+
+	if (n <= width) {
+		fputs(s, f);
+		return n;
+	}
+	if (width <= d) {   /* too narrow for any of it: the start alone */
+		for (keep = 0; *p && keep < width; keep++)
+			do
+				fputc(*p++, f);
+			while (((unsigned char)*p & 0xC0) == 0x80);
+		return width;
+	}
+	for (keep = 0; keep < width - d; keep++)
+		do
+			fputc(*p++, f);
+		while (((unsigned char)*p & 0xC0) == 0x80);
+	fputs(dots, f);
+	return width;
+}
+
 static void
-print_line(const struct table *t, FILE *f, const size_t *width, size_t row, bool header)
+print_line(const struct table *t, FILE *f, const size_t *width, size_t row, bool header,
+    const char *dots)
 {
 	size_t i, pad;
 	const char *s;
 
 	for (i = 0; i < t->nshow; i++) {
 		s = header ? t->names[t->order[i]] : cell(t, row, t->order[i]);
-		fputs(s, f);
+		pad = put_cut(f, s, width[i], dots);
 		if (i + 1 == t->nshow)
 			break;
-		for (pad = chars(s); pad < width[i] + 2; pad++)
+		for (; pad < width[i] + 2; pad++)
 			fputc(' ', f);
 	}
 	fputc('\n', f);
 }
 
+/* Narrow the widest columns, one character at a time, until the line fits
+ * fit->width or every column is down to its floor.  A column whose cells
+ * are all short (times, outcomes, counts, the 20 characters of a session
+ * id) is never cut; a longer one is cut no shorter than its header and
+ * CUT_MIN characters (an id cut shorter tells nothing).  What still does
+ * not fit, the terminal wraps. */
+#define KEEP_WHOLE 20
+#define CUT_MIN 16
+static void
+narrow(const struct table *t, size_t *width, const struct table_fit *fit)
+{
+	size_t i, total = 0, best, *floor = calloc(t->nshow ? t->nshow : 1, sizeof *floor);
+
+	if (!floor)
+		return;   /* printed whole: wider, never wrong */
+	for (i = 0; i < t->nshow; i++) {
+		floor[i] = fit->headings ? chars(t->names[t->order[i]]) : 0;
+		floor[i] = floor[i] > CUT_MIN ? floor[i] : CUT_MIN;
+		if (width[i] <= KEEP_WHOLE)
+			floor[i] = width[i];
+		total += width[i] + (i ? 2 : 0);
+	}
+	while (total > fit->width) {
+		best = t->nshow;
+		for (i = 0; i < t->nshow; i++)
+			if (width[i] > floor[i] && (best == t->nshow || width[i] > width[best]))
+				best = i;
+		if (best == t->nshow)
+			break;
+		width[best]--;
+		total--;
+	}
+	free(floor);
+}
+
 int
-table_print(const struct table *t, FILE *f, bool header)
+table_print_fit(const struct table *t, FILE *f, const struct table_fit *fit)
 {
 	size_t *width = calloc(t->nshow ? t->nshow : 1, sizeof *width), i, r, w;
+	const char *dots = ellipsis();
 
 	if (!width)
 		return -1;
 	for (i = 0; i < t->nshow; i++) {
-		width[i] = header ? chars(t->names[t->order[i]]) : 0;
+		width[i] = fit->headings ? chars(t->names[t->order[i]]) : 0;
 		for (r = 0; r < t->nrows; r++)
 			if ((w = chars(cell(t, r, t->order[i]))) > width[i])
 				width[i] = w;
 	}
-	if (header)
-		print_line(t, f, width, 0, true);
+	if (fit->width && !fit->wide)
+		narrow(t, width, fit);
+	if (fit->headings)
+		print_line(t, f, width, 0, true, dots);
 	for (r = 0; r < t->nrows; r++)
-		print_line(t, f, width, r, false);
+		print_line(t, f, width, r, false, dots);
 	free(width);
 	return ferror(f) ? -1 : 0;
+}
+
+int
+table_print(const struct table *t, FILE *f, bool header)
+{
+	struct table_fit whole = { .width = 0, .wide = true, .headings = header };
+
+	return table_print_fit(t, f, &whole);
 }

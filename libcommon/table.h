@@ -44,8 +44,29 @@ int table_pair(struct table *t, const char *label, const char *value);
  * why naming the unknown column and the valid ones. */
 int table_select(struct table *t, const char *list, char *why, size_t n);
 
-/* Print the header (unless header is false) and every row.  0 or -1. */
+/* Print the header (unless header is false) and every row, each cell
+ * whole.  0 or -1. */
 int table_print(const struct table *t, FILE *f, bool header);
+
+/*
+ * Tables that fit the terminal, as ps(1) and systemctl(1) make theirs:
+ * when the line would be wider than width, the widest columns are narrowed
+ * (never below their header, nor below 12 characters) and a cell longer
+ * than its column is cut, its end replaced by an ellipsis.  -w (wide)
+ * keeps every cell whole; width 0 (a pipe, no COLUMNS) never cuts.
+ */
+struct table_fit {
+	size_t width;      /* the terminal's columns; 0: no limit */
+	bool wide;         /* never cut a cell */
+	bool headings;     /* print the header line (even with no rows) */
+};
+
+/* The width to fit on fd: $COLUMNS when it is a positive number, else the
+ * terminal's (TIOCGWINSZ) when fd is one, else 0. */
+size_t table_term_width(int fd);
+
+/* Print t as fit says.  0 or -1. */
+int table_print_fit(const struct table *t, FILE *f, const struct table_fit *fit);
 
 /* Rows added so far. */
 size_t table_rows(const struct table *t);

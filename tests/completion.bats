@@ -68,6 +68,30 @@ sorted() { LC_ALL=C sort; }
 	assert_output ''
 }
 
+@test "--outcome offers the outcomes, -o the columns of the table at hand, name after comma" {
+	run complete_words exec-inspect list refused --outcome ''
+	assert_output "$(printf '%s\n' exited killed timeout cancelled exec_failed)"
+	run complete_words exec-inspect list receipts --outcome=ex
+	assert_output "$(printf '%s\n' exited exec_failed)"
+	run complete_words exec-inspect list refused -o ''
+	assert_output "$(printf '%s\n' run_id incarnation session_id outcome exit_code chosen_at attempts refused_cause last_diag)"
+	run complete_words exec-inspect list queued --columns run_id,d
+	assert_output run_id,due_at
+	run complete_words exec-inspect list running -o 'run_id,sup_pid,g'
+	assert_output run_id,sup_pid,guest_pid
+	run complete_words exec-session show -o l
+	assert_output "$(printf '%s\n' last_beat lease)"
+	# each list's columns are its table's header (printed over no rows too)
+	start_dispatcher
+	open_session
+	local k
+	for k in quarantined unknown retained refused orphaned queued running receipts; do
+		run complete_words exec-inspect list "$k" -o ''
+		[ "$output" = "$(exec-inspect list "$k" | head -1 | tr 'A-Z ' 'a-z\n' | grep .)" ] ||
+			fail "list $k: completion offers $output"
+	done
+}
+
 # help_commands TOOL [WORD]: the command words (after WORD) that the usage
 # lines of TOOL --help name, split at '|', one a line, sorted.
 help_commands() {
@@ -110,7 +134,7 @@ help_commands() {
 	run complete_words exec-run cancel o      # old1 is another session's: not cancellable
 	assert_output ''
 	run complete_words exec-inspect ids ''
-	assert_output "$(printf '%s\n' all queued running retained)"
+	assert_output "$(printf '%s\n' all queued running live retained)"
 }
 
 @test "each RUN_ID gets the runs that make sense for its word" {
@@ -123,8 +147,10 @@ help_commands() {
 	exec-run start >/dev/null
 	wait_until '[ "$(sql "SELECT IFNULL(guest_pid, 0) FROM runs WHERE run_id='"'run1'"'")" -gt 0 ]'
 	submit_and_accept "$(spec q1 /bin/true '[]' '"due_at":9999999999999')"
-	run complete_words exec-run cancel ''                 # running runs of the current session
-	assert_output run1
+	run complete_words exec-run cancel ''                 # queued and running runs of the current session
+	assert_output "$(printf '%s\n' q1 run1)"
+	run complete_words exec-run cancel q1 ''              # RUN_ID... repeats
+	assert_output "$(printf '%s\n' q1 run1)"
 	run complete_words exec-shares show ''
 	assert_output run1
 	run complete_words exec-run supervise ''              # queued ones

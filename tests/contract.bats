@@ -18,6 +18,16 @@ load doclib   # TOOLS, and what --help, the man page and the completion say
 	done
 }
 
+@test "every line of every tool's --help fits 80 columns" {
+	local t long
+	for t in $TOOLS; do
+		run --separate-stderr "$t" --help
+		assert_success
+		long=$(awk 'length($0) > 80 { printf "%d: %s\n", length($0), $0 }' <<<"$output")
+		[ -z "$long" ] || fail "$t --help, lines over 80 columns: $long"
+	done
+}
+
 @test "--version names the tool and the package" {
 	for t in $TOOLS; do
 		run --separate-stderr "$t" --version

@@ -210,7 +210,7 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE receipts SET acked_at = acked_at - 40 * 86400000 WHERE run_id = 'p1'"
 	run exec-reconcile --prune-receipts 30d
 	assert_success
-	assert_output --regexp "^pruned 1 receipts, removed [0-9]+ output files$"
+	assert_output --regexp "^pruned 1 receipt, removed [0-9]+ output files$"
 	[ "$(sql "SELECT run_id FROM receipts")" = p2 ]
 	run exec-reconcile --prune-receipts soon
 	[ "$status" -eq "$EK_USAGE" ]
@@ -372,7 +372,7 @@ CONF
 	run exec-inspect summary --json
 	assert_output --regexp '"output":\{"files":2,"bytes":8\}'
 	run exec-reconcile --prune-receipts 0s
-	assert_output "pruned 1 receipts, removed 2 output files"
+	assert_output "pruned 1 receipt, removed 2 output files"
 	[ ! -e "$EXEC_STATE_DIR/out/o1.stdout" ]
 	[ ! -e "$EXEC_STATE_DIR/out/o1.stderr" ]
 	# a refused result keeps its output as evidence until it is exported
@@ -383,7 +383,7 @@ CONF
 	run exec-reconcile --prune-receipts 0s
 	[ -e "$EXEC_STATE_DIR/out/o2.stdout" ]
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl"
-	assert_output "exported 1 results, removed 2 output files"
+	assert_output "exported 1 result, removed 2 output files"
 	[ ! -e "$EXEC_STATE_DIR/out/o2.stdout" ]
 }
 

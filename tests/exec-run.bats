@@ -653,7 +653,11 @@ gate() {
 @test "usage errors" {
 	run exec-run
 	[ "$status" -eq "$EK_USAGE" ]
-	run exec-run cancel r1
+	run exec-run cancel
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run cancel r1 'bad id!'
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-run start --session ses-x
 	[ "$status" -eq "$EK_USAGE" ]
 	run exec-run supervise 'bad id!'
 	[ "$status" -eq "$EK_USAGE" ]

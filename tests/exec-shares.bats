@@ -285,7 +285,7 @@ sums_ok() {
 	wait_until '[ "$(wc -l <"$BATS_TEST_TMPDIR/hook.log" 2>/dev/null)" = 1 ]'
 	run --separate-stderr exec-shares capacity set dest:a 40 3>&-
 	assert_success
-	assert_output --partial "1 hooks notified"
+	assert_output --partial "1 hook notified"
 	[[ "$stderr" == *"run 'n2': notify: '$BATS_TEST_TMPDIR/bad' exited with status 3"* ]] || fail "$stderr"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/hook.log")" = 2 ]
 	[ "$(tail -1 "$BATS_TEST_TMPDIR/hook.log")" = "n1 $EXEC_STATE_DIR/out/n1.limits n1" ]

@@ -37,7 +37,7 @@ struct field {
 
 struct record {
 	char name[64];
-	struct field f[96];
+	struct field f[160];
 	int n;
 };
 

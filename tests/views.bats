@@ -192,7 +192,7 @@ story_value() {
 	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
 	[[ "$(story_value delivery)" =~ ^[0-9]+\ attempts?,\ dispatcher\ record\ [0-9]+,\ acknowledged\ [0-9]{4}- ]]
 	run --separate-stderr exec-inspect show st1 --json
-	assert_output --regexp '"story":\{"program":"/bin/sh","args":\["-c","echo out; echo err >&2"\],"accepted_at":[0-9]+,"started_at":[0-9]+,"finished_at":[0-9]+,"duration_ms":[0-9]+,"outcome":"exited","exit_code":0,"attempts":[0-9]+,"record_id":[0-9]+,"acked_at":[0-9]+,'
+	assert_output --regexp '"story":\{"program":"/bin/sh","args":\["-c","echo out; echo err >&2"\],"env":null,"cwd":null,"timeout_ms":null,"accepted_at":[0-9]+,"started_at":[0-9]+,"finished_at":[0-9]+,"duration_ms":[0-9]+,"outcome":"exited","exit_code":0,"message":"exited with status 0","stdout_dropped":0,"stderr_dropped":0,"attempts":[0-9]+,"record_id":[0-9]+,"acked_at":[0-9]+,'
 	# the lookup still never tells the program
 	run exec-inspect lookup st1 --session "$(current_session)" --json
 	refute_output --partial /bin/sh
@@ -217,7 +217,15 @@ story_value() {
 	[[ "$output" != *$'\e'* ]]
 	run --separate-stderr exec-inspect logs nope
 	[ "$status" -eq "$EK_NOINPUT" ]
-	[[ "$stderr" == *"run 'nope': no captured stdout"* ]]
+	[[ "$stderr" == *"run 'nope': no such run"* ]]
+	run --separate-stderr exec-inspect logs nope -f
+	[ "$status" -eq "$EK_NOINPUT" ]
+	[[ "$stderr" == *"run 'nope': no such run"* ]]
+	submit_and_accept "$(spec lg2 /bin/true)"
+	exec-run start --wait >/dev/null
+	run --separate-stderr exec-inspect logs lg2
+	[ "$status" -eq "$EK_NOINPUT" ]
+	[[ "$stderr" == *"run 'lg2': no captured stdout (out/lg2.stdout): it wrote none"* ]]
 	run --separate-stderr exec-inspect logs lg1 --json
 	[ "$status" -eq "$EK_USAGE" ]
 	run --separate-stderr exec-inspect show lg1 --stderr
@@ -318,4 +326,256 @@ story_value() {
 	exec-run start --wait >/dev/null
 	run --separate-stderr exec-inspect show p1
 	[[ "$(story_value delivery)" == "1 attempt, dispatcher record "* ]]
+	# housekeeping of one: "1 receipt", "1 output file", never "1 receipts"
+	submit_and_accept "$(spec p2 /bin/echo '["y"]')"
+	exec-run start --wait >/dev/null
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000 WHERE run_id = 'p2'"
+	run --separate-stderr exec-reconcile --prune-receipts 1d --dry-run
+	assert_output "would prune 1 receipt (dry run: nothing changed)"
+	run --separate-stderr exec-reconcile --prune-receipts 1d
+	assert_output "pruned 1 receipt, removed 1 output file"
+	# no message of the tools says "1 <plural>" with a bare count: each goes
+	# through cli_plural (a count printed before a plural noun is a bug)
+	run grep -nE '"[^"]*%(lld|ld|d|zu|" PRId64 ") (results|receipts|runs|files|rows|attempts|hooks|failures|duplicates|output files)\b' \
+		"$SRC"/cmd/*.c "$SRC"/libcommon/*.c
+	assert_failure
+}
+
+# A date-time as the views print it.
+DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
+
+@test "show after housekeeping: a pruned receipt's run tells it finished, how, when and where its evidence went" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec hk1 /bin/sh '["-c","exit 3"]')"
+	exec-run start --wait >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'hk1'")" = 1 ]
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000 WHERE run_id = 'hk1'"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	[ "$(sql "SELECT count(*) FROM receipts")" = 0 ]
+	run --separate-stderr exec-inspect show hk1
+	assert_success
+	assert_line -n 0 --regexp "^run hk1: finished \(exited 3\); delivered and acknowledged; its receipt pruned at $DT$"
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value outcome)" = "exited 3" ]
+	[ "$(story_value message)" = "exited with status 3" ]
+	[[ "$(story_value started)" =~ ^$DT$ ]]
+	[[ "$(story_value finished)" =~ ^$DT$ ]]
+	[[ "$(story_value duration)" =~ ^[0-9]+(ms|s)$ ]]
+	[[ "$(story_value delivery)" =~ ^acknowledged\ $DT$ ]]
+	[[ "$(story_value evidence)" =~ ^delivered\ and\ acknowledged\;\ its\ receipt\ pruned\ at\ $DT$ ]]
+	refute_output --partial "no execution row"
+	run --separate-stderr exec-inspect show hk1 --json
+	assert_output --regexp '"verdict":"finished",'
+	assert_output --regexp '"outcome":"exited","exit_code":3,"message":"exited with status 3",'
+	assert_output --regexp '"evidence":"delivered and acknowledged; its receipt pruned","evidence_at":[0-9]+,'
+}
+
+@test "show after --export-evidence: the refused run tells its outcome, why it failed, and the file its evidence went to" {
+	start_dispatcher
+	open_session
+	spec ex1 /nonexistent/prog | exec-accept >/dev/null   # never submitted: refused
+	run --separate-stderr exec-run start --wait
+	# the run's line tells why, for the loop's log
+	assert_line --regexp "^ex1 exec_failed 127: delivery refused .*; why: cannot execute '/nonexistent/prog': No such file or directory$"
+	[ "$(sql "SELECT refused FROM results WHERE run_id = 'ex1'")" = 1 ]
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl" >/dev/null
+	[ "$(sql "SELECT count(*) FROM results")" = 0 ]
+	run --separate-stderr exec-inspect show ex1
+	assert_success
+	assert_line -n 0 --regexp "^run ex1: finished \(exec_failed 127\); refused \(unknown_run\), evidence exported to $BATS_TEST_TMPDIR/ev.jsonl at $DT$"
+	[ "$(story_value outcome)" = "exec_failed 127" ]
+	[[ "$(story_value message)" == "cannot execute '/nonexistent/prog': No such file or directory" ]]
+	[[ "$(story_value evidence)" =~ ^refused\ \(unknown_run\),\ evidence\ exported\ to\ .*/ev.jsonl\ at\ $DT$ ]]
+	[ "$(story_value delivery)" = "never acknowledged" ]
+}
+
+@test "show of a handed-back run: handed back at T, re-queued as rq-...; the startup report counts it apart from quarantined runs" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec hb1 /bin/true '[]' '"due_at":32503680000000')"
+	exec-session close >/dev/null
+	rq=$(sql "SELECT requeued_as FROM handbacks WHERE run_id = 'hb1'")
+	[[ "$rq" =~ ^rq-[0-9a-f]{16}$ ]]
+	run --separate-stderr exec-session open --dispatcher "$DISP_URL" --timeout-ms "$WAIT_MS"
+	assert_success
+	assert_line "quarantined: 0 runs of other sessions (0 queued, 0 started)"
+	assert_line "handed back: 1 run (0 more marked, not acknowledged yet)"
+	run --separate-stderr exec-inspect show hb1
+	assert_success
+	assert_line -n 0 --regexp "^run hb1: handed back at $DT, re-queued as $rq; never started here$"
+	[[ "$(story_value binding)" == *"(session closed; not current: handed back)" ]]
+	refute_output --partial "quarantined"
+	refute_output --partial "not started yet"
+	run --separate-stderr exec-inspect show hb1 --json
+	assert_output --regexp '"verdict":"handed_back",'
+	assert_output --regexp "\"handed_back_at\":[0-9]+,\"requeued_as\":\"$rq\","
+	run --separate-stderr exec-inspect summary --json
+	assert_output --partial '"quarantined":{"total":0,"queued":0,"started":0}'
+	assert_output --partial '"handed_back":{"acknowledged":1,"pending":0}'
+}
+
+@test "show keeps why a run failed after acknowledgement, flags cut output, and tells env names (never values), cwd and timeout" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec wf1 /bin/sh '["-c","head -c 5000 /dev/zero; exit 7"]' \
+		'"env":{"TOKEN":"s3cr3t-value","MODE":"x"},"cwd":"/tmp","timeout_ms":60000')"
+	# queued: the execution row's env shows its names, never its values
+	run --separate-stderr exec-inspect show wf1
+	assert_success
+	[ "$(story_value env)" = "MODE TOKEN (values not shown)" ]
+	refute_output --partial s3cr3t-value
+	run --separate-stderr exec-inspect show wf1 --json
+	assert_output --partial '"env":{"MODE":"(value not shown)","TOKEN":"(value not shown)"}'
+	refute_output --partial s3cr3t-value
+	exec-run start --wait --max-output 1000 >/dev/null 2>&1 || true
+	[ "$(sql "SELECT count(*) FROM receipts WHERE run_id = 'wf1'")" = 1 ]   # acknowledged
+	run --separate-stderr exec-inspect show wf1
+	assert_success
+	[ "$(story_value message)" = "exited with status 7" ]
+	[ "$(story_value output)" = "TRUNCATED at --max-output: 4000 bytes of stdout and 0 of stderr dropped" ]
+	[ "$(story_value env)" = "MODE TOKEN (values not shown)" ]
+	[ "$(story_value cwd)" = /tmp ]
+	[ "$(story_value timeout)" = 1m00s ]
+	refute_output --partial s3cr3t-value
+	run --separate-stderr exec-inspect show wf1 --json
+	assert_output --partial '"env":["MODE","TOKEN"],"cwd":"/tmp","timeout_ms":60000,'
+	assert_output --partial '"message":"exited with status 7","stdout_dropped":4000,"stderr_dropped":0,'
+	refute_output --partial s3cr3t-value
+	# logs says so too, after the output and on stderr: a pipe gets the bytes alone
+	run --separate-stderr exec-inspect logs wf1
+	assert_success
+	[ "$(exec-inspect logs wf1 2>/dev/null | wc -c)" = 1000 ]   # (NUL bytes: wc, not $output)
+	[[ "$stderr" == "exec-inspect: run 'wf1': its stdout was cut at the capture bound (exec-run --max-output): 4000 more bytes were dropped" ]]
+	[ "$(exec-inspect logs wf1 2>&1 >/dev/null)" = "$stderr" ]
+	# and after the receipt is pruned, the run record keeps them
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	run --separate-stderr exec-inspect show wf1
+	[ "$(story_value message)" = "exited with status 7" ]
+	[[ "$(story_value output)" == TRUNCATED* ]]
+	# a run whose output fitted says so
+	submit_and_accept "$(spec wf2 /bin/echo '["hi"]')"
+	exec-run start --wait >/dev/null 2>&1
+	run --separate-stderr exec-inspect show wf2
+	[ "$(story_value output)" = "kept whole" ]
+	[ "$(story_value env)" = - ]
+}
+
+@test "cancel: the current session by default, several ids at once; one that cannot be cancelled is said and the rest go on" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec cq0 /bin/true '[]' '"due_at":32503680000000')"
+	open_session   # cq0 is now quarantined
+	submit_and_accept "$(spec cq1 /bin/true '[]' '"due_at":32503680000000')" \
+		"$(spec cq2 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq1 cq2
+	assert_success
+	assert_line --regexp '^cq1 cancelled 143: delivered '
+	assert_line --regexp '^cq2 cancelled 143: delivered '
+	[ "$(sql "SELECT group_concat(run_id) FROM receipts WHERE outcome = 'cancelled' ORDER BY run_id")" = cq1,cq2 ]
+	submit_and_accept "$(spec cq3 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq0 cq3 nosuch
+	[ "$status" -eq "$EK_NOSESSION" ]   # the first failure's
+	assert_line --regexp '^cq3 cancelled 143: delivered '
+	[[ "$stderr" == *"run 'cq0' belongs to session"* ]]
+	[[ "$stderr" == *"run 'nosuch': no execution row"* ]]
+	[[ "$stderr" == *"2 runs not cancelled, of the 3 named"* ]]
+	[ "$(sql "SELECT state FROM runs WHERE run_id = 'cq0'")" = queued ]
+	# --session still guards: a session that is not current cancels nothing
+	submit_and_accept "$(spec cq4 /bin/true '[]' '"due_at":32503680000000')"
+	run --separate-stderr exec-run cancel cq4 --session ses-0000000000000000
+	[ "$status" -eq "$EK_NOSESSION" ]
+	[ "$(sql "SELECT cancel_at IS NULL FROM runs WHERE run_id = 'cq4'")" = 1 ]
+}
+
+@test "views fit the terminal: long ids cut with an ellipsis to COLUMNS or the tty's width, whole with -w or into a pipe" {
+	two_refused
+	# COLUMNS: the 100-character ids are cut, the line fits, the columns stay aligned
+	run --separate-stderr env COLUMNS=60 LANG=C.UTF-8 exec-inspect list refused -o run_id,outcome,exit_code
+	assert_success
+	assert_line -n 0 --regexp '^RUN_ID +OUTCOME +EXIT_CODE$'
+	assert_line --regexp "^${L1:0:20}x*…  exited "
+	while IFS= read -r l; do
+		[ "$(LANG=C.UTF-8 wc -m <<<"$l")" -le 61 ] || fail "over 60 columns: $l"
+	done <<<"$output"
+	refute_output --partial "$L1"
+	# without a UTF-8 locale, three dots; aligned either way (awk counts bytes)
+	run --separate-stderr env COLUMNS=60 LANG=C LC_ALL=C exec-inspect list refused -o run_id,outcome,exit_code
+	assert_line --regexp "^${L1:0:20}x*\.\.\.  exited "
+	aligned || fail "not aligned: $output"
+	while IFS= read -r l; do
+		[ "${#l}" -le 60 ] || fail "over 60 columns: $l"
+	done <<<"$output"
+	# -w: whole, however narrow the terminal
+	run --separate-stderr env COLUMNS=60 exec-inspect list refused -o run_id,outcome -w
+	assert_line --regexp "^$L1  exited"
+	# into a pipe, with no COLUMNS: whole (programs get every character)
+	run --separate-stderr env -u COLUMNS exec-inspect list refused -o run_id,outcome
+	assert_line --regexp "^$L1  exited"
+	# a terminal's own width (TIOCGWINSZ) when COLUMNS is not set
+	run env -u COLUMNS script -qec "stty cols 50; exec-inspect list refused -o run_id,outcome" /dev/null
+	assert_success
+	[[ "$output" != *"$L1"* ]] || fail "not cut to the tty's 50 columns: $output"
+	[[ "$output" == *"exited"* ]]
+	# short cells (times, outcomes, 20-character session ids) are never cut
+	run --separate-stderr env COLUMNS=40 exec-inspect list refused -o session_id,chosen_at
+	assert_line -n 1 --regexp '^ses-[0-9a-f]{16}  [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}$'
+	# --ids and --json are for programs: never cut
+	run --separate-stderr env COLUMNS=20 exec-inspect list refused --ids
+	assert_line "$L1"
+}
+
+@test "--no-headings, --limit N, --reverse (newest first); an empty list prints its header" {
+	start_dispatcher
+	open_session
+	local i
+	for i in 1 2 3; do submit_and_accept "$(spec "o$i" /bin/true)"; exec-run start --wait >/dev/null; done
+	run --separate-stderr exec-inspect list receipts -o run_id
+	assert_output "$(printf 'RUN_ID\no1\no2\no3')"
+	run --separate-stderr exec-inspect list receipts -o run_id --no-headings
+	assert_output "$(printf 'o1\no2\no3')"
+	run --separate-stderr exec-inspect list receipts -o run_id --reverse
+	assert_output "$(printf 'RUN_ID\no3\no2\no1')"
+	run --separate-stderr exec-inspect list receipts --reverse --limit 2 --ids
+	assert_output "$(printf 'o3\no2')"
+	run --separate-stderr exec-inspect list receipts --limit 1 --json
+	[ "${#lines[@]}" = 1 ]
+	assert_output --partial '"run_id":"o1"'
+	# the limit counts the rows that pass the filters
+	run --separate-stderr exec-inspect list receipts --limit 1 --ids --session nobody
+	assert_output ''
+	# empty: the header, so "none" reads apart from "no answer"
+	run --separate-stderr exec-inspect list refused
+	assert_success
+	assert_output --regexp '^RUN_ID +INCARNATION +SESSION_ID +OUTCOME +EXIT_CODE +CHOSEN_AT +ATTEMPTS +REFUSED_CAUSE +LAST_DIAG$'
+	run --separate-stderr exec-inspect list refused --no-headings
+	assert_output ''
+	# usage errors
+	run --separate-stderr exec-inspect list receipts --limit 0
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect list receipts --json -w
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect list receipts --ids --no-headings
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect summary --reverse
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "exec-session show fits the terminal too: a long dispatcher URL is cut, whole with -w" {
+	start_dispatcher
+	local url
+	url="http://localhost:${DISP_URL##*:}/$(printf 'p%.0s' {1..80})"
+	open_session
+	# a long URL, as a dispatcher behind a proxy's path would have
+	sql_write "UPDATE sessions SET dispatcher = '$url'"
+	run --separate-stderr env COLUMNS=100 LANG=C.UTF-8 exec-session show
+	assert_success
+	refute_output --partial "$url"
+	assert_line -n 1 --regexp "  http://loc[a-z0-9:/]*…$"
+	assert_line -n 1 --regexp "^ses-[0-9a-f]{16}  inc-[0-9a-f]{16}  current  "
+	run --separate-stderr env COLUMNS=100 exec-session show -w
+	assert_line -n 1 --partial "$url"
+	run --separate-stderr exec-session show --json -w
+	[ "$status" -eq "$EK_USAGE" ]
 }

@@ -113,7 +113,7 @@ bps() { sed -n 's/.*"executor_bps":\([0-9a-z]*\).*/\1/p' "$EXEC_STATE_DIR/out/$1
 	[ "$(val "SELECT count(*) FROM results")" = 2 ]         # witness
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/kept.jsonl"
 	assert_success                                          # f2 could still be adopted: kept back
-	assert_line --partial "kept back 1 results that adoption could still deliver"
+	assert_line --partial "kept back 1 result that adoption could still deliver"
 	[ "$(val "SELECT run_id FROM results")" = f2 ]
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" --include-adoptable
 	assert_success
