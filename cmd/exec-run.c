@@ -110,8 +110,9 @@ static const char USAGE[] =
 	"      --log-fd N         start: the detached supervisors write their lines (each\n"
 	"                         begins with the time) to descriptor N instead of\n"
 	"                         out/supervisors.log (exec-loop: its activity log)\n"
-	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO as it\n"
-	"                         ends, its slot free (exec-loop: when to start more)\n"
+	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO (a path\n"
+	"                         in the state directory, or absolute) as it ends,\n"
+	"                         its slot free (exec-loop: when to start more)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest\n"
 	"                         (default 2000)\n"
@@ -139,8 +140,8 @@ static const char USAGE[] =
 	"                         execkit-guest, else nobody)\n"
 	"      --guest-writable PATH  let guests write to PATH too (repeatable; also\n"
 	"                         $EXEC_GUEST_WRITABLE, paths separated by ':')\n"
-	"      --guest-network MODE  host (default, or $EXEC_GUEST_NETWORK), or none: every\n"
-	"                         guest in a network namespace with loopback only\n"
+	"      --guest-network MODE  host (default, or $EXEC_GUEST_NETWORK), or none:\n"
+	"                         every guest in a network namespace, loopback only\n"
 	"      --allow-hook PATH  run the notify hook PATH when a run's policy names it\n"
 	"                         (repeatable; also $EXEC_ALLOW_HOOKS): no other runs\n"
 	"      --require-isolation  refuse to run guests that would not be isolated\n"
@@ -779,6 +780,19 @@ check_ids(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* The --ended-fifo path: a relative one is in the state directory, so a
+ * supervisor's command line (world-readable) never names the state. */
+static const char *
+ended_path(const struct opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (o->ended_fifo[0] == '/' ||
+	    snprintf(path, sizeof path, "%s/%s", cli_state_dir(o->state_dir), o->ended_fifo) >= (int)sizeof path)
+		return o->ended_fifo;
+	return path;
+}
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
@@ -806,7 +820,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
 	if (o->ended_fifo && o->cmd->run != cmd_start && o->cmd->run != cmd_supervise)
 		return cli_usage_error(PROG, "--ended-fifo goes with start");
-	if (o->ended_fifo && o->cmd->run == cmd_start && !supspawn_is_fifo(o->ended_fifo))
+	if (o->ended_fifo && o->cmd->run == cmd_start && !supspawn_is_fifo(ended_path(o)))
 		return cli_usage_error(PROG, "--ended-fifo %.200s: not a fifo", o->ended_fifo);
 	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)
 		return cli_usage_error(PROG, "--log-fd %lld: not an open descriptor", (long long)o->log_fd);
@@ -844,7 +858,7 @@ main(int argc, char **argv)
 	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
 	if (o.ended_fifo && o.cmd->run == cmd_supervise)
-		supspawn_ended(o.ended_fifo);
+		supspawn_ended(ended_path(&o));
 	if (rc < 0)
 		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);

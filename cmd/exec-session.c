@@ -54,7 +54,7 @@ static const struct option options[] = {
 };
 
 static const char USAGE[] =
-	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt] [--enroll-token-file FILE]\n"
+	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt]\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
 	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"

@@ -61,7 +61,12 @@ run_guest() {
 	[ ! -e "/$TAG.state.db" ]
 	[ ! -e "$OUTSIDE/home/x" ]
 	[ ! -e "$OUTSIDE/beside" ]
-	[ "$GUEST_OUT" = cwd-written ]
+	# a build tree in /tmp (a CI clone, say) lies in the guest's private
+	# /tmp: there its write beside the cwd lands in its own tmpfs, unseen
+	case $OUTSIDE in
+	/tmp/* | /var/tmp/* | /dev/shm/*) [ "$GUEST_OUT" = $'beside-written\ncwd-written' ] ;;
+	*) [ "$GUEST_OUT" = cwd-written ] ;;
+	esac
 	[ -e "$OUTSIDE/cwd/mine" ]     # its working directory is its own
 }
 
