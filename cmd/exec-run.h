@@ -32,6 +32,14 @@ struct opts {
 int print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
     const char *message, const struct deliver_report *d);
 
+/* Guests fall back to no isolation: say so once, on stderr, naming
+ * run_id if given (run-supervise.c). */
+void say_isolation(const struct isolate *iso, const char *run_id);
+
+/* exec-run supervise RUN_ID (run-supervise.c): the supervisor of one run,
+ * and with --chain of the session's next due runs. */
+int cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e);
+
 /* exec-run cancel RUN_ID...: each run of the session (o->session, or the
  * current one) in turn; a failure is said and the rest go on. */
 int cmd_cancel(struct state *st, const struct opts *o, struct ek_err *e);

@@ -73,21 +73,6 @@ sess_executor(struct req *rq, const char *sid, char *xid, size_t n)
 	return 0;
 }
 
-/* Are two SHA-256 hex digests equal?  In constant time: how much of a
- * stored digest a guess matched never shows in the answer's timing. */
-static bool
-sha_eq(const char *got, const char *want)
-{
-	unsigned diff = 0;
-	size_t i;
-
-	if (strlen(got) != SHA256_HEX_LEN || strlen(want) != SHA256_HEX_LEN)
-		return false;
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		diff |= (unsigned)(got[i] ^ want[i]);
-	return diff == 0;
-}
-
 /* Does the Bearer credential hash to want? */
 static bool
 cred_ok(struct req *rq, const char *want)
@@ -98,7 +83,7 @@ cred_ok(struct req *rq, const char *want)
 	if (!token)
 		return false;
 	sha256_hex(token, strlen(token), got);
-	return sha_eq(got, want);
+	return digest_eq(got, want);
 }
 
 /* Inside the negotiation's transaction: prove executor xid's key (may be
@@ -117,7 +102,7 @@ key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
 	db_done(&dsp.store.db, st);
 	if (r < 0)
 		return internal(rq);
-	if (r == 1 && (!key || !sha_eq(key_sha, want)))
+	if (r == 1 && (!key || !digest_eq(key_sha, want)))
 		return fail(rq, 403, "executor_key_mismatch", "executor '%s' is bound to another"
 		    " executor_key: %s", xid, key ? "this one does not match" : "none was sent");
 	if (r == 1)
@@ -282,7 +267,7 @@ same_key(struct req *rq, const char *a, const char *b)
 		db_col_text(st, 1, y, sizeof y);
 	}
 	db_done(&dsp.store.db, st);
-	return r < 0 ? -1 : r == 1 && sha_eq(x, y);
+	return r < 0 ? -1 : r == 1 && digest_eq(x, y);
 }
 
 /* Can by (current, gated) adopt old?  0, or the error status (answer set). */

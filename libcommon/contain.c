@@ -78,6 +78,24 @@ unescape(char *s)
 	*d = '\0';
 }
 
+/* The cgroup directories this process uses, each looked up once: a
+ * supervisor goes on through a chain of runs, and reading mountinfo and our
+ * cgroup again for every run (and sweeping the parents for what a vanished
+ * supervisor left) was most of what a run's cgroups cost.  Only a lookup
+ * that succeeded is kept. */
+struct cg_dir { bool found, swept; char dir[PATH_MAX]; };
+static struct cg_dir v2_dir, v1_dirs[2];
+
+/* Sweep parent_fd for a vanished supervisor's cgroups, once per process. */
+static void remove_stale(int parent_fd);
+static void
+sweep_once(struct cg_dir *c, int parent_fd)
+{
+	if (!c->swept)
+		remove_stale(parent_fd);
+	c->swept = true;
+}
+
 /* The first cgroup2 mount: its mount point and the cgroup it shows as its
  * root (fields 5 and 4 of /proc/self/mountinfo, fstype after " - "). */
 static int
@@ -143,6 +161,9 @@ own_cgroup_dir(char *dir, size_t size, struct ek_err *e)
 	const char *rest;
 	size_t n;
 
+	if (v2_dir.found)
+		return snprintf(dir, size, "%s", v2_dir.dir) >= (int)size ?
+		    ek_fail(e, EK_UNAVAILABLE, "cgroup path too long") : 0;
 	if (cgroup2_mount(mnt, root, e) < 0 || own_cgroup(own, e) < 0)
 		return -1;
 	n = strcmp(root, "/") == 0 ? 0 : strlen(root);
@@ -152,6 +173,7 @@ own_cgroup_dir(char *dir, size_t size, struct ek_err *e)
 	rest = strcmp(own + n, "/") == 0 ? "" : own + n;
 	if (snprintf(dir, size, "%s%s", mnt, rest) >= (int)size)
 		return ek_fail(e, EK_UNAVAILABLE, "cgroup path too long");
+	v2_dir.found = snprintf(v2_dir.dir, sizeof v2_dir.dir, "%s", dir) < (int)sizeof v2_dir.dir;
 	return 0;
 }
 
@@ -210,7 +232,7 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
 	}
 	if ((c->parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return give_up(c, false, e, "cannot open our cgroup", dir, errno);
-	remove_stale(c->parent_fd);
+	sweep_once(&v2_dir, c->parent_fd);
 	made = mkdirat(c->parent_fd, c->name, 0755) == 0;
 	if (!made && errno == EEXIST)   /* our pid's, so a vanished supervisor's */
 		made = unlinkat(c->parent_fd, c->name, AT_REMOVEDIR) == 0 &&
@@ -230,7 +252,7 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
  * fstype "cgroup", ctl among the super options), and our cgroup in it
  * (/proc/self/cgroup: "N:ctl,...:PATH"): its directory in dir. */
 static int
-v1_dir(const char *ctl, char *dir, size_t size)
+v1_lookup(const char *ctl, char *dir, size_t size)
 {
 	char *line = NULL, *sep, *save, *field[5], *opt, mnt[PATH_MAX] = "", root[PATH_MAX] = "";
 	size_t cap = 0, n = strlen(ctl), i;
@@ -276,6 +298,17 @@ v1_dir(const char *ctl, char *dir, size_t size)
 	return i ? 0 : -1;
 }
 
+/* v1_lookup, once per process and controller (i: 0 pids, 1 memory). */
+static int
+v1_dir(int i, const char *ctl, char *dir, size_t size)
+{
+	struct cg_dir *c = &v1_dirs[i];
+
+	if (!c->found && v1_lookup(ctl, c->dir, sizeof c->dir) == 0)
+		c->found = true;
+	return c->found && snprintf(dir, size, "%s", c->dir) < (int)size ? 0 : -1;
+}
+
 /* Write value into file of directory fd: 0, or -1 (errno). */
 static int
 write_value(int fd, const char *file, int64_t value)
@@ -302,12 +335,12 @@ limit_v1(struct contain *c, int i, int64_t value, char *why, size_t n)
 	char dir[PATH_MAX];
 	int fd = -1;
 
-	if (v1_dir(ctl[i], dir, sizeof dir) < 0) {
+	if (v1_dir(i, ctl[i], dir, sizeof dir) < 0) {
 		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", ctl[i]);
 		return -1;
 	}
 	if ((c->v1_parent[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
-		remove_stale(c->v1_parent[i]);
+		sweep_once(&v1_dirs[i], c->v1_parent[i]);
 	if (c->v1_parent[i] < 0 || (mkdirat(c->v1_parent[i], c->name, 0755) < 0 && errno != EEXIST) ||
 	    (fd = openat(c->v1_parent[i], c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    write_value(fd, file[i], value) < 0 ||

@@ -1,0 +1,173 @@
+/*
+ * accept — see runs.h (the acceptor): accepting run specs in a batch, in
+ * the caller's write transaction, idempotent by run id.  A new run gets an
+ * accepts row (its identity, canonical content and receipt, kept for good)
+ * and an execution row; the same id with the same content is a duplicate
+ * answered with the original receipt, with other content a conflict.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "runs.h"
+
+/* --- acceptance ----------------------------------------------------------- */
+
+struct acceptor {
+	struct state *st;
+	struct binding b;
+	sqlite3_stmt *find, *ins_accept, *ins_run;
+	int64_t seq;   /* receipts are "<executor id>:<seq>"; the batch holds the write lock */
+	int64_t added; /* new runs, counted once per batch (acceptor_count) */
+};
+
+void
+acceptor_free(struct acceptor *a)
+{
+	if (!a)
+		return;
+	db_done(&a->st->db, a->find);
+	db_done(&a->st->db, a->ins_accept);
+	db_done(&a->st->db, a->ins_run);
+	free(a);
+}
+
+/* Accepts rows are never deleted, so MAX(rowid) only grows: a receipt
+ * numbered past it is new. */
+static int
+last_seq(struct acceptor *a, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&a->st->db, "SELECT IFNULL(MAX(rowid), 0) FROM accepts", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	if ((rc = db_step(&a->st->db, q, e)) == 1)
+		a->seq = sqlite3_column_int64(q, 0);
+	db_done(&a->st->db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+struct acceptor *
+acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
+{
+	struct acceptor *a = calloc(1, sizeof *a);
+
+	if (!a) {
+		ek_fail(e, EK_OSERR, "out of memory");
+		return NULL;
+	}
+	a->st = st;
+	a->b = *b;
+	a->find = db_prep(&st->db, "SELECT content, receipt FROM accepts WHERE run_id = ?1", e);
+	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
+	    "session_id, content, receipt, accepted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+	    "ON CONFLICT(run_id) DO NOTHING", e) : NULL;
+	a->ins_run = a->ins_accept ? db_prep(&st->db, "INSERT INTO runs(run_id, txn_id, incarnation, "
+	    "session_id, program, args, env, cwd, policy, due_at, timeout_ms) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", e) : NULL;
+	if (!a->ins_run || last_seq(a, e) < 0) {
+		acceptor_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* Look the run id up: 1 known (outcome + receipt filled), 0 new, -1 error. */
+static int
+find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
+    char *receipt, size_t n, struct ek_err *e)
+{
+	int rc;
+
+	sqlite3_reset(a->find);
+	db_bind_text(a->find, 1, rs->run_id);
+	rc = db_step(&a->st->db, a->find, e);
+	if (rc == 1) {
+		const char *content = (const char *)sqlite3_column_text(a->find, 0);
+		*out = strcmp(content, rs->content) == 0 ? ACCEPT_DUPLICATE : ACCEPT_CONFLICT;
+		db_col_text(a->find, 1, receipt, n);
+	}
+	sqlite3_reset(a->find);
+	return rc;
+}
+
+static char *
+dump_or_null(json_t *v)
+{
+	return v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
+}
+
+static int
+insert_run(struct acceptor *a, const struct runspec *rs, int64_t now, struct ek_err *e)
+{
+	sqlite3_stmt *q = a->ins_run;
+	char *args = rs->args ? dump_or_null(rs->args) : strdup("[]");
+	char *env = dump_or_null(rs->env), *policy = dump_or_null(rs->policy);
+	int rc;
+
+	sqlite3_reset(q);
+	db_bind_text(q, 1, rs->run_id);
+	db_bind_text(q, 2, rs->txn_id);
+	db_bind_binding(q, 3, &a->b);
+	db_bind_text(q, 5, rs->program);
+	db_bind_text(q, 6, args);
+	db_bind_text(q, 7, env);
+	db_bind_text(q, 8, rs->cwd);
+	db_bind_text(q, 9, policy);
+	db_bind_i64(q, 10, rs->due_at >= 0 ? rs->due_at : now);
+	if (rs->timeout_ms > 0)
+		db_bind_i64(q, 11, rs->timeout_ms);
+	else
+		sqlite3_bind_null(q, 11);
+	rc = args ? db_step(&a->st->db, q, e) : ek_fail(e, EK_OSERR, "out of memory");
+	sqlite3_reset(q);
+	free(args);
+	free(env);
+	free(policy);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
+    char *receipt, size_t n, struct ek_err *e)
+{
+	sqlite3_stmt *q = a->ins_accept;
+	int64_t now = now_ms();
+
+	/* Insert first: a new run is the common case, a known id the exception. */
+	snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
+	sqlite3_reset(q);
+	db_bind_text(q, 1, rs->run_id);
+	db_bind_text(q, 2, rs->txn_id);
+	db_bind_binding(q, 3, &a->b);
+	db_bind_text(q, 5, rs->content);
+	db_bind_text(q, 6, receipt);
+	db_bind_i64(q, 7, now);
+	if (db_step(&a->st->db, q, e) < 0)
+		return -1;
+	sqlite3_reset(q);
+	if (sqlite3_changes(a->st->db.h) == 0)   /* accepted before: same content or not? */
+		return find_known(a, rs, out, receipt, n, e) == 1 ? 0 :
+		    ek_fail(e, EK_SOFTWARE, "run '%s': conflict without a row", rs->run_id);
+	a->seq++;
+	a->added++;
+	*out = ACCEPT_NEW;
+	return insert_run(a, rs, now, e);
+}
+
+int
+acceptor_count(struct acceptor *a, struct ek_err *e)
+{
+	sqlite3_stmt *q;
+
+	if (a->added == 0)
+		return 0;
+	if (!(q = db_prep(&a->st->db, "UPDATE counters SET value = value + ?1 "
+	    "WHERE name = 'accepted' AND label = ''", e)))
+		return -1;
+	db_bind_i64(q, 1, a->added);
+	a->added = 0;
+	return db_exec_stmt(&a->st->db, q, e);
+}
+
