@@ -164,7 +164,7 @@ h_list_runs(struct req *rq)
 	static const char *const names[] = { "run_id", "state", "owner_session", "record_id", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
@@ -223,7 +223,7 @@ h_show_run(struct req *rq)
 	json_t *run = NULL;
 	int r;
 
-	if (tx_begin(rq) < 0)
+	if (tx_read(rq) < 0)
 		return 500;
 	r = run_record(rq, &run);
 	if (r < 0) {
@@ -273,7 +273,7 @@ h_summary(struct req *rq)
 	int64_t results, ledger, reports;
 	int r = -1;
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(states);
 		json_decref(settled);
 		return 500;
@@ -350,11 +350,11 @@ h_list_sessions(struct req *rq)
 		"incarnation", "adopted_by", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, status, incarnation,"
+	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, " SESSION_STATUS("s.") ", incarnation,"
 	    " a.by_session FROM sessions s LEFT JOIN adoptions a ON a.session_id = s.session_id"
 	    " ORDER BY created_ms, s.rowid", NULL, names) < 0) {
 		json_decref(out);
@@ -403,7 +403,7 @@ h_list_clients(struct req *rq)
 		"revoked_ms", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}

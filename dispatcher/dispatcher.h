@@ -27,9 +27,12 @@
  * on_request() for every request.  The request body is collected (with a
  * cap), a queued fault may be taken, then a handler from the route table
  * answers.  Every handler that touches the store does so between
- * tx_begin() and tx_end(): one SQLite connection, one mutex, one write
- * transaction per request, so handlers see a consistent store and lapsed
- * leases are expired on every access.
+ * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
+ * mutex, one transaction per request, so handlers see a consistent store.
+ * A handler that writes takes the write lock, and lapsed leases are
+ * expired first; one that only reads (admin reads, inspection reads)
+ * takes no write lock and reads a lapsed lease as expired in the query
+ * (SESSION_STATUS).
  *
  * The sweep: main wakes once a second (sigtimedwait) and calls
  * settle_sweep(), one write transaction under dsp.store.mu like a
@@ -252,6 +255,13 @@ struct MHD_Daemon *http_start(struct ek_err *e);
 #define RUN_STATE "COALESCE((SELECT f.state FROM settlements f WHERE f.run_id = r.run_id), " \
 	"(SELECT 'unknown' FROM run_unknowns u WHERE u.run_id = r.run_id), r.state)"
 
+/* A session's status as a reader sees it, for a query naming sessions as
+ * p ("s." or ""): a current session whose lease lapsed is expired,
+ * written or not yet (a read transaction does not write the expiry; the
+ * next write does). */
+#define SESSION_STATUS(p) "CASE WHEN " p "status='current' AND " p "lease_expires_ms<dsp_now_ms()" \
+	" THEN 'expired' ELSE " p "status END"
+
 /* Open (creating if needed) the store at path, bring its schema up to
  * date and load its incarnation (want_inc for a new store). */
 int store_open(const char *path, const char *want_inc, struct ek_err *e);
@@ -274,7 +284,12 @@ int rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, con
 
 /* Lock the store, begin a write and expire lapsed leases; -1 with 500 set. */
 int tx_begin(struct req *rq);
-/* Commit (or roll back after an internal error) and unlock; final status. */
+/* Lock the store and begin a read: one snapshot, no write lock, no
+ * expiry written (queries read lapsed leases through SESSION_STATUS);
+ * -1 with 500 set.  Ended by tx_end() as a write is. */
+int tx_read(struct req *rq);
+/* Commit (or roll back after an internal error, or end a read) and
+ * unlock; final status. */
 int tx_end(struct req *rq, int status);
 
 /* ---- faults.c ------------------------------------------------------- */

@@ -1242,3 +1242,39 @@ reply() {
 	api GET /admin/sessions
 	[[ $(jget "$body" '$.sessions[0].adopted_by') == "" ]]
 }
+
+# hold_store_lock: another process (sqlite3) takes the store's write lock
+# and keeps it until $BATS_TEST_TMPDIR/release exists (bounded); LOCK_PID.
+hold_store_lock() {
+	local t=$BATS_TEST_TMPDIR
+	{
+		printf '.timeout %s\nBEGIN IMMEDIATE;\n.shell touch %s/locked\n' "$WAIT_MS" "$t"
+		i=0
+		while [[ ! -e $t/release ]] && ((i++ < WAIT_S * 10)); do sleep 0.1; done
+		printf 'COMMIT;\n'
+	} | sqlite3 "$t/disp.db" &
+	LOCK_PID=$!
+	wait_until '[[ -e $t/locked ]]' || fail "sqlite3 did not take the lock"
+}
+
+@test "reads take no write lock: summary, runs and sessions answer while another process holds the store's; a lapsed lease reads as expired" {
+	negotiate
+	take r1
+	admin POST "/admin/sessions/$SID/lease" '{"ms":5000}' >/dev/null
+	hold_store_lock
+	# nothing can write the expiry now; the read evaluates it
+	wait_until '[[ $(admin GET /admin/sessions) == *"\"status\":\"expired\""* ]]' ||
+		fail "the lapsed lease did not read as expired: $(admin GET /admin/sessions)"
+	[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT status FROM sessions") == current ]]
+	local out
+	out=$(admin GET /admin/summary)
+	[[ $out == *'"incarnation":'* && $out == *'"offered":1'* ]] || fail "summary: $out"
+	out=$(admin GET /admin/runs)
+	[[ $out == *'"run_id":"r1"'* ]] || fail "runs: $out"
+	out=$(admin GET /admin/runs/r1)
+	[[ $out == *'"state":"offered"'* ]] || fail "run: $out"
+	# a write waits for the lock, and expires the lease once it has it
+	touch "$BATS_TEST_TMPDIR/release"
+	wait "$LOCK_PID"
+	wait_until '[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT status FROM sessions") == expired ]]'
+}
