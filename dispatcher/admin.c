@@ -462,10 +462,12 @@ int
 h_stats(struct req *rq)
 {
 	struct http_stats st;
+	int64_t batches, results, largest;
 
 	http_stats_read(&st);
+	results_commits(&batches, &results, &largest);
 	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
@@ -476,5 +478,7 @@ h_stats(struct req *rq)
 	    "retry_after_max", (json_int_t)st.retry_after_max, "paced", (json_int_t)st.paced,
 	    "paced_left", (json_int_t)st.paced_left, "rate_queue_ms", (json_int_t)st.rate_queue_ms,
 	    "max_inflight", (json_int_t)dsp.cfg.max_inflight, "max_rate", (json_int_t)dsp.cfg.max_rate,
-	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms));
+	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms,
+	    "commit_batches", (json_int_t)batches, "commit_results", (json_int_t)results,
+	    "commit_batch_max", (json_int_t)largest));
 }

@@ -18,7 +18,8 @@
  *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
  *                  re-queueing a run as a new run of its transaction
- *   results.c      terminal results, the report log, reports in flight
+ *   results.c      terminal results (group commit), the report log,
+ *                  reports in flight
  *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
  *   admin.c        /admin/: runs, summary, sessions, clients, faults
  *   util.c         ids, small checks, the log line
@@ -298,6 +299,9 @@ int tx_end(struct req *rq, int status);
 const char *fault_name(int kind);
 /* Take one use of the first queued fault whose path prefixes path. */
 struct fault fault_take(const char *path);
+/* Take one use of the first fault queued at point (its path, exactly):
+ * a point inside the dispatcher that no request's path names. */
+struct fault fault_take_at(const char *point);
 /* Parse a fault request into f; NULL if valid, else why not. */
 const char *fault_parse(json_t *in, struct fault *f);
 /* Queue f; -1 if the queue is full. */
@@ -384,6 +388,10 @@ void flight_leave(const char *run_id);
 void flight_persist(const char *run_id, int n);
 
 handler_fn h_result;
+
+/* Group commit, since start: the batches committed, the results they
+ * held, and the most in one batch. */
+void results_commits(int64_t *batches, int64_t *results, int64_t *largest);
 
 /* ---- inspections.c -------------------------------------------------- */
 

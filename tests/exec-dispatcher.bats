@@ -1278,3 +1278,67 @@ hold_store_lock() {
 	wait "$LOCK_PID"
 	wait_until '[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT status FROM sessions") == expired ]]'
 }
+
+# post_bg RUN_ID: report RUN_ID's result under SID/CRED in the background,
+# its status in $BATS_TEST_TMPDIR/code.RUN_ID (nothing if never answered);
+# its pid appended to BG_PIDS.  The credential's header file is written
+# once: rewriting it would race the requests still reading it.
+post_bg() {
+	[[ -s $BATS_TEST_TMPDIR/bgauth ]] || printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/bgauth"
+	result_body "$1" >"$BATS_TEST_TMPDIR/res.$1"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/out.$1" -w "%{http_code}" \
+		-H @"$BATS_TEST_TMPDIR/bgauth" --data-binary @"$BATS_TEST_TMPDIR/res.$1" \
+		"$DISP_URL/v1/results" >"$BATS_TEST_TMPDIR/code.$1" 2>/dev/null &
+	BG_PIDS+=($!)
+}
+
+# store_write_locked: someone (a batch being recorded) holds the store's
+# write lock now.
+store_write_locked() {
+	if sqlite3 -cmd '.timeout 1' "$BATS_TEST_TMPDIR/disp.db" 'BEGIN IMMEDIATE; ROLLBACK;' 2>/dev/null; then
+		return 1
+	fi
+}
+
+@test "group commit: kill -9 mid-batch, and every result answered 200 is in the store; results that arrive together share a commit" {
+	local runs=(r1 r2 r3 r4 r5 r6 r7 r8 r9 r10) r answered=0 lost=0 out
+	BG_PIDS=()
+	negotiate
+	take "${runs[@]}"
+	# each of the next two batches is held 3 s, recorded and uncommitted
+	admin POST /admin/faults '{"kind":"delay","count":2,"delay_ms":3000,"path":"/store/commit"}' >/dev/null
+	post_bg r1
+	wait_until store_write_locked || fail "r1's batch never held the lock"
+	for r in "${runs[@]:1}"; do post_bg "$r"; done
+	# r1 answered: its batch committed, and the next one is being held
+	wait_until '[[ $(<"$BATS_TEST_TMPDIR/code.r1") == 200 ]]' || fail "r1: $(<"$BATS_TEST_TMPDIR/code.r1")"
+	kill -KILL "$DISP_PID"
+	wait "$DISP_PID" || true
+	wait "${BG_PIDS[@]}" || true
+	start_dispatcher
+	for r in "${runs[@]}"; do
+		out=$(admin GET "/admin/runs/$r")
+		if [[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]]; then
+			answered=$((answered + 1))
+			[[ $out == *'"record_id":'[0-9]* ]] || fail "$r was answered 200 but is not recorded: $out"
+		elif [[ $out == *'"record_id":null'* ]]; then
+			lost=$((lost + 1))
+		fi
+	done
+	[[ $answered -ge 1 ]]
+	[[ $lost -ge 1 ]] || fail "the kill did not land mid-batch"   # an unanswered batch, not kept
+	# the lost ones again, together: they share commits
+	BG_PIDS=()
+	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":1000,"path":"/store/commit"}' >/dev/null
+	for r in "${runs[@]}"; do post_bg "$r"; done
+	wait "${BG_PIDS[@]}"
+	for r in "${runs[@]}"; do
+		[[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]] || fail "$r: $(<"$BATS_TEST_TMPDIR/code.$r") $(cat "$BATS_TEST_TMPDIR/out.$r")"
+		[[ $(admin GET "/admin/runs/$r") == *'"record_id":'[0-9]* ]] || fail "$r is not recorded"
+	done
+	out=$(admin GET /admin/stats)
+	body=$out
+	[[ $(num commit_results) == 10 ]] || fail "$out"
+	[[ $(num commit_batch_max) -ge 2 ]] || fail "no batch held two results: $out"
+	[[ $(num commit_batches) -lt 10 ]] || fail "$out"
+}
