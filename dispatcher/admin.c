@@ -462,12 +462,14 @@ int
 h_stats(struct req *rq)
 {
 	struct http_stats st;
+	struct gate_stats gs;
 	int64_t batches, results, largest;
 
 	http_stats_read(&st);
+	gate_read(&gs);
 	results_commits(&batches, &results, &largest);
 	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
@@ -480,5 +482,8 @@ h_stats(struct req *rq)
 	    "max_inflight", (json_int_t)dsp.cfg.max_inflight, "max_rate", (json_int_t)dsp.cfg.max_rate,
 	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms,
 	    "commit_batches", (json_int_t)batches, "commit_results", (json_int_t)results,
-	    "commit_batch_max", (json_int_t)largest));
+	    "commit_batch_max", (json_int_t)largest,
+	    "gate", dsp.cfg.gate_off ? "off" : "adaptive", "gate_limit", (json_int_t)gs.limit,
+	    "gate_limit_lowest", (json_int_t)gs.lowest, "min_rtt_us", (json_int_t)gs.min_rtt_us,
+	    "sample_rtt_us", (json_int_t)gs.sample_rtt_us));
 }

@@ -22,6 +22,7 @@
  *                  reports in flight
  *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
  *   admin.c        /admin/: runs, summary, sessions, clients, faults
+ *   gate.c         the gate's adaptive limit, from the latency it measures
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
@@ -126,7 +127,8 @@ enum { MAX_CONNECTIONS = 256 };          /* also bounds the in-flight table */
 
 struct config {
 	int64_t port, lease_ms, heartbeat_ms;
-	int64_t max_inflight;            /* the gate: 0 = none (see http.c) */
+	int64_t max_inflight;            /* the gate's cap: 0 = none (see http.c) */
+	bool gate_off;                   /* --gate off: no adaptive limit (gate.c) */
 	int64_t max_rate;                /* the gate's requests a second: 0 = none */
 	int64_t retry_after_s;           /* the least a gated request is told to wait */
 	int64_t rate_wait_ms;            /* past --max-rate, wait this long for a turn */
@@ -176,6 +178,23 @@ struct req;
 /* Take a waiting request out of the in-flight counts (parked), or put it
  * back. */
 void http_park(struct req *rq, bool parked);
+
+/* ---- gate.c: the adaptive limit ------------------------------------- */
+
+struct gate_stats {
+	int64_t limit, lowest;           /* the limit now; the lowest since start */
+	int64_t min_rtt_us, sample_rtt_us;   /* what it was adapted from */
+	int64_t windows;                 /* sample windows closed since start */
+};
+
+/* A monotonic clock in microseconds, for latency samples. */
+int64_t gate_now_us(void);
+/* One admitted result took rtt_us, in_flight requests being counted by the
+ * gate as it ended; may close a window and adapt the limit. */
+void gate_sample(int64_t rtt_us, int64_t in_flight);
+/* How many requests the gate lets in flight now. */
+int64_t gate_limit(void);
+void gate_read(struct gate_stats *out);
 
 /* ---- faults.c ------------------------------------------------------- */
 

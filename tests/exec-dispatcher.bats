@@ -137,6 +137,8 @@ take() {
 	[[ $status -eq 64 ]]
 	run "$DISP_BIN" --incarnation bogus
 	[[ $status -eq 64 ]]
+	run "$DISP_BIN" --gate bogus
+	[[ $status -eq 64 && $output == *"--gate: 'bogus' is not adaptive or off"* ]]
 }
 
 @test "--port 0 gives two instances distinct ports on 127.0.0.1" {
@@ -1341,4 +1343,65 @@ store_write_locked() {
 	[[ $(num commit_results) == 10 ]] || fail "$out"
 	[[ $(num commit_batch_max) -ge 2 ]] || fail "no batch held two results: $out"
 	[[ $(num commit_batches) -lt 10 ]] || fail "$out"
+}
+
+# report_until_taken RUN_ID: report RUN_ID's result until it is answered
+# other than 429 (at most WAIT_TRIES times, 0.1 s apart, Retry-After
+# aside); the last status in $BATS_TEST_TMPDIR/code.RUN_ID.
+report_until_taken() {
+	local i code
+	for ((i = 0; i < WAIT_TRIES; i++)); do
+		code=$(curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -w '%{http_code}' \
+			-H @"$BATS_TEST_TMPDIR/bgauth" --data-binary @"$BATS_TEST_TMPDIR/res.$1" \
+			"$DISP_URL/v1/results" 2>/dev/null)
+		[[ $code == 429 ]] || break
+		sleep 0.1
+	done
+	printf '%s' "$code" >"$BATS_TEST_TMPDIR/code.$1"
+}
+
+@test "the adaptive gate: results slowed to 200 ms, the limit falls and sheds, heartbeats stay fast, every result is recorded" {
+	local fast=() slow=() r pids=() i t worst=0 out limit
+	for i in $(seq 20); do fast+=("w$i"); done
+	for i in $(seq 60); do slow+=("s$i"); done
+	negotiate
+	take "${fast[@]}" "${slow[@]}"
+	# results at the dispatcher's own pace: the latency it takes unloaded
+	for r in "${fast[@]}"; do
+		api POST /v1/results "$(result_body "$r")" "$CRED"
+		[[ $code == 200 ]] || fail "$r: $code $body"
+	done
+	body=$(admin GET /admin/stats)
+	[[ $(field gate) == adaptive ]]
+	limit=$(num gate_limit)
+	[[ $limit -ge 8 && $(num min_rtt_us) -gt 0 ]] || fail "$body"
+	# now every result takes 200 ms more
+	admin POST /admin/faults '{"kind":"delay","count":100000,"delay_ms":200}' >/dev/null
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/bgauth"
+	for r in "${slow[@]}"; do
+		result_body "$r" >"$BATS_TEST_TMPDIR/res.$r"
+		report_until_taken "$r" &
+		pids+=($!)
+	done
+	# heartbeats meanwhile: exempt, and fast
+	for i in $(seq 20); do
+		t=$(curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -w '%{http_code} %{time_total}' \
+			-X POST -H @"$BATS_TEST_TMPDIR/bgauth" "$DISP_URL/v1/sessions/$SID/heartbeat")
+		[[ ${t% *} == 200 ]] || fail "heartbeat $i: $t"
+		t=${t#* }
+		t=$((10#${t%.*} * 1000 + 10#$(printf '%.3s' "${t#*.}000")))
+		((t > worst)) && worst=$t
+		sleep 0.1
+	done
+	wait "${pids[@]}"
+	((worst < 1000)) || fail "a heartbeat took $worst ms"
+	for r in "${slow[@]}"; do
+		[[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]] || fail "$r: $(<"$BATS_TEST_TMPDIR/code.$r")"
+		out=$(admin GET "/admin/runs/$r")
+		[[ $out == *'"record_id":'[0-9]* ]] || fail "$r is not recorded: $out"
+	done
+	body=$(admin GET /admin/stats)
+	[[ $(num gate_limit_lowest) -lt $limit ]] || fail "the limit did not fall: $body"
+	[[ $(num gated_429) -ge 1 ]] || fail "the gate never shed: $body"
+	[[ $(num max_inflight) == 0 && $(num max_rate) == 0 ]]   # no cap given
 }
