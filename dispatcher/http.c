@@ -597,7 +597,10 @@ req_finish(struct req *rq)
 	} else {
 		t_us = gate_now_us();
 		r = fault_serve(rq);
-		if (rq->kind == RK_RESULT && turn_ms == 0)   /* the limit's sample */
+		/* the limit's sample: a result its handler served (a fault that
+		 * answers in its place says nothing of the store's pace) */
+		if (rq->kind == RK_RESULT && turn_ms == 0 &&
+		    (rq->fault.kind == F_NONE || rq->fault.kind == F_DELAY))
 			gate_sample(gate_now_us() - t_us, atomic_load(&stats.gateable));
 	}
 	if (run_id[0])
