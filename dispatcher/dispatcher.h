@@ -10,7 +10,8 @@
  *   http.c         the route table, a request's life in libmicrohttpd,
  *                  and the helpers every handler answers with
  *   store.c        the store: its schema (schema/dispatcher/), the
- *                  query helpers, one write transaction per request
+ *                  query helpers, one transaction per request (a read
+ *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
  *   sessions.c     negotiation, heartbeat, close, adoption; the gate;
  *                  settlement of an ended session's runs: asked about
@@ -70,10 +71,13 @@
  * hands it out again.
  *
  * Threads: dsp.cfg is written only before the server starts.  dsp.store.mu
- * guards the connection and every statement on it (tx_begin() takes it;
- * flight_persist() takes it for its own transaction; store_open() runs
- * before any other thread).  The fault queue and the in-flight counts have
- * their own mutexes, private to faults.c and results.c.
+ * guards the connection and every statement on it (tx_begin() and
+ * tx_read() take it; flight_persist() takes it for its own transaction;
+ * store_open() runs before any other thread).  The fault queue, the in-flight counts, group
+ * commit's queue and the gate's limit have their own mutexes, private to
+ * faults.c, results.c and gate.c; none is held while dsp.store.mu is taken
+ * (a group commit's leader leaves the queue's before it records the batch,
+ * while the results it holds wait for it to mark them done).
  *
  * Invariants:
  *  1. A run's first accepted result is recorded once, with exactly one
