@@ -1,14 +1,15 @@
 #!/bin/bash
 # The fleet bench's picture (sourced by bench/fleet.sh): requests/s, in
-# flight and the probe's heartbeat latency through steady state, outage
-# and recovery, with and without the gate, from the data fleet.sh wrote
-# to $DATA; a PNG with gnuplot when it is installed.
+# flight and the gate's limit, the results a commit, and the probe's
+# heartbeat latency through steady state, outage and recovery, with and
+# without the gate, from the data fleet.sh wrote to $DATA; a PNG with
+# gnuplot when it is installed.
 # shellcheck disable=SC2154 # the variables are fleet.sh's
 
 fleet_plot() {
 	if command -v gnuplot >/dev/null 2>&1; then
-		term="pngcairo size 1100,1000 font 'sans,10'"
-		gnuplot -e 'set terminal pngcairo' 2>/dev/null || term="png size 1100,1000"
+		term="pngcairo size 1100,1300 font 'sans,10'"
+		gnuplot -e 'set terminal pngcairo' 2>/dev/null || term="png size 1100,1300"
 		xs=$(fig gate x_steady)
 		xk=$(fig gate x_kill)
 		xmax=$(calc '%.0f' "($(fig gate x_done) > $(fig nogate x_done) ? $(fig gate x_done) : $(fig nogate x_done)) + 3")
@@ -16,7 +17,7 @@ fleet_plot() {
 		cat >"$DATA/fleet.gp" <<GP
 set terminal $term
 set output '$PNG'
-set multiplot layout 3,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate vs gate (--max-inflight $GATE --max-rate $MAX_RATE --rate-wait-ms $RATE_WAIT, Retry-After 1 s + spread; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
+set multiplot layout 4,1 title "execkit fleet: $N executors (tick ${TICK}s, slots $SLOTS) through a ${OUTAGE_S}s dispatcher outage, $total retained results\\nno gate (--gate off) vs gate (--gate adaptive; caps --max-inflight $GATE --max-rate $MAX_RATE, 0: none; Retry-After 1 s + spread; jitter ${JITTER:-none} ms); x: seconds from the dispatcher's restart"
 set grid
 set lmargin 12
 set rmargin 34
@@ -42,7 +43,10 @@ unset label
 set ylabel 'requests in flight (sampled 1/s)'
 plot '$DATA/fleet-nogate.dat' using 1:3 with linespoints pt 7 ps 0.4 lw 2 lc rgb '#ff7f0e' title 'no gate', \\
      '$DATA/fleet-gate.dat' using 1:3 with linespoints pt 7 ps 0.4 lw 2 lc rgb '#1f77b4' title 'gate', \\
-     $GATE with lines dt 3 lw 1.5 lc rgb '#000000' title '--max-inflight $GATE'
+     '$DATA/fleet-gate.dat' using 1:6 with steps lw 1.5 lc rgb '#000000' dt 2 title 'gate: its limit'
+set ylabel 'results a commit (mean, 1-s window)'
+plot '$DATA/fleet-nogate.dat' using 1:7 with linespoints pt 7 ps 0.4 lw 2 lc rgb '#ff7f0e' title 'no gate', \\
+     '$DATA/fleet-gate.dat' using 1:7 with linespoints pt 7 ps 0.4 lw 2 lc rgb '#1f77b4' title 'gate'
 set ylabel 'probe heartbeat (ms, log)'
 set logscale y
 set yrange [*:*]

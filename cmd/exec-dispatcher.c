@@ -58,8 +58,11 @@ static const char USAGE[] =
 	"      --lease-ms N      session lease in milliseconds (default 30000)\n"
 	"      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
 	"      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
-	"      --max-inflight N  past N requests in flight, answer 429 with Retry-After\n"
-	"                        (heartbeats and negotiations never; default 0: no gate)\n"
+	"      --gate MODE       adaptive (the default): admit requests by a limit\n"
+	"                        adapted from the latency of results; off: no limit\n"
+	"      --max-inflight N  a cap on that limit: past N requests in flight, answer\n"
+	"                        429 with Retry-After (heartbeats and negotiations never;\n"
+	"                        default 0: no cap)\n"
 	"      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
 	"                        429 with Retry-After (default 0: no rate bound)\n"
 	"      --rate-wait-ms N  a request past --max-rate whose turn comes within N ms\n"
@@ -84,7 +87,7 @@ static const char USAGE[] =
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
 	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
-	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS, OPT_ADMIN_TOKEN_FILE };
+	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS, OPT_ADMIN_TOKEN_FILE, OPT_GATE };
 
 /* The longest a request may wait for its turn at --max-rate: far below any
  * client's timeout. */
@@ -102,6 +105,7 @@ static const struct option options[] = {
 	{ "lease-ms", required_argument, NULL, OPT_LEASE_MS },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS },
 	{ "incarnation", required_argument, NULL, OPT_INCARNATION },
+	{ "gate", required_argument, NULL, OPT_GATE },
 	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
 	{ "max-rate", required_argument, NULL, OPT_MAX_RATE },
 	{ "retry-after", required_argument, NULL, OPT_RETRY_AFTER },
@@ -136,6 +140,11 @@ parse_args(int argc, char **argv)
 			    &dsp.cfg.lease_ms : &dsp.cfg.heartbeat_ms) < 0)
 				return cli_usage_error(PROG, "%s: '%s' is not a positive number of milliseconds",
 				    argv[optind - 1], optarg);
+			break;
+		case OPT_GATE:
+			if (strcmp(optarg, "adaptive") != 0 && strcmp(optarg, "off") != 0)
+				return cli_usage_error(PROG, "--gate: '%s' is not adaptive or off", optarg);
+			dsp.cfg.gate_off = strcmp(optarg, "off") == 0;
 			break;
 		case OPT_MAX_INFLIGHT:
 		case OPT_MAX_RATE:

@@ -164,7 +164,7 @@ h_list_runs(struct req *rq)
 	static const char *const names[] = { "run_id", "state", "owner_session", "record_id", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
@@ -239,7 +239,7 @@ h_show_run(struct req *rq)
 	json_t *run = NULL;
 	int r;
 
-	if (tx_begin(rq) < 0)
+	if (tx_read(rq) < 0)
 		return 500;
 	r = run_record(rq, &run);
 	if (r < 0) {
@@ -290,7 +290,7 @@ h_summary(struct req *rq)
 	int64_t results, ledger, reports;
 	int r = -1;
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(states);
 		json_decref(settled);
 		return 500;
@@ -367,11 +367,11 @@ h_list_sessions(struct req *rq)
 		"incarnation", "adopted_by", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, status, incarnation,"
+	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, " SESSION_STATUS("s.") ", incarnation,"
 	    " a.by_session FROM sessions s LEFT JOIN adoptions a ON a.session_id = s.session_id"
 	    " ORDER BY created_ms, s.rowid", NULL, names) < 0) {
 		json_decref(out);
@@ -420,7 +420,7 @@ h_list_clients(struct req *rq)
 		"revoked_ms", NULL };
 	json_t *out = json_object();
 
-	if (tx_begin(rq) < 0) {
+	if (tx_read(rq) < 0) {
 		json_decref(out);
 		return 500;
 	}
@@ -479,10 +479,14 @@ int
 h_stats(struct req *rq)
 {
 	struct http_stats st;
+	struct gate_stats gs;
+	int64_t batches, results, largest;
 
 	http_stats_read(&st);
+	gate_read(&gs);
+	results_commits(&batches, &results, &largest);
 	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
@@ -493,5 +497,10 @@ h_stats(struct req *rq)
 	    "retry_after_max", (json_int_t)st.retry_after_max, "paced", (json_int_t)st.paced,
 	    "paced_left", (json_int_t)st.paced_left, "rate_queue_ms", (json_int_t)st.rate_queue_ms,
 	    "max_inflight", (json_int_t)dsp.cfg.max_inflight, "max_rate", (json_int_t)dsp.cfg.max_rate,
-	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms));
+	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms,
+	    "commit_batches", (json_int_t)batches, "commit_results", (json_int_t)results,
+	    "commit_batch_max", (json_int_t)largest,
+	    "gate", dsp.cfg.gate_off ? "off" : "adaptive", "gate_limit", (json_int_t)gs.limit,
+	    "gate_limit_lowest", (json_int_t)gs.lowest, "min_rtt_us", (json_int_t)gs.min_rtt_us,
+	    "sample_rtt_us", (json_int_t)gs.sample_rtt_us));
 }

@@ -10,7 +10,8 @@
  *   http.c         the route table, a request's life in libmicrohttpd,
  *                  and the helpers every handler answers with
  *   store.c        the store: its schema (schema/dispatcher/), the
- *                  query helpers, one write transaction per request
+ *                  query helpers, one transaction per request (a read
+ *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
  *   sessions.c     negotiation, heartbeat, close, adoption; the gate;
  *                  settlement of an ended session's runs: asked about
@@ -18,19 +19,24 @@
  *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
  *                  re-queueing a run as a new run of its transaction
- *   results.c      terminal results, the report log, reports in flight
+ *   results.c      terminal results (group commit), the report log,
+ *                  reports in flight
  *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
  *   admin.c        /admin/: runs, summary, sessions, clients, faults
  *   auth.c         the admin token every /admin/ request shows; enrollment
+ *   gate.c         the gate's adaptive limit, from the latency it measures
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
  * on_request() for every request.  The request body is collected (with a
  * cap), a queued fault may be taken, then a handler from the route table
  * answers.  Every handler that touches the store does so between
- * tx_begin() and tx_end(): one SQLite connection, one mutex, one write
- * transaction per request, so handlers see a consistent store and lapsed
- * leases are expired on every access.
+ * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
+ * mutex, one transaction per request, so handlers see a consistent store.
+ * A handler that writes takes the write lock, and lapsed leases are
+ * expired first; one that only reads (admin reads, inspection reads)
+ * takes no write lock and reads a lapsed lease as expired in the query
+ * (SESSION_STATUS).
  *
  * The sweep: main wakes once a second (sigtimedwait) and calls
  * settle_sweep(), one write transaction under dsp.store.mu like a
@@ -66,10 +72,13 @@
  * hands it out again.
  *
  * Threads: dsp.cfg is written only before the server starts.  dsp.store.mu
- * guards the connection and every statement on it (tx_begin() takes it;
- * flight_persist() takes it for its own transaction; store_open() runs
- * before any other thread).  The fault queue and the in-flight counts have
- * their own mutexes, private to faults.c and results.c.
+ * guards the connection and every statement on it (tx_begin() and
+ * tx_read() take it; flight_persist() takes it for its own transaction;
+ * store_open() runs before any other thread).  The fault queue, the in-flight counts, group
+ * commit's queue and the gate's limit have their own mutexes, private to
+ * faults.c, results.c and gate.c; none is held while dsp.store.mu is taken
+ * (a group commit's leader leaves the queue's before it records the batch,
+ * while the results it holds wait for it to mark them done).
  *
  * Invariants:
  *  1. A run's first accepted result is recorded once, with exactly one
@@ -126,7 +135,8 @@ enum { MAX_CONNECTIONS = 256 };          /* also bounds the in-flight table */
 
 struct config {
 	int64_t port, lease_ms, heartbeat_ms;
-	int64_t max_inflight;            /* the gate: 0 = none (see http.c) */
+	int64_t max_inflight;            /* the gate's cap: 0 = none (see http.c) */
+	bool gate_off;                   /* --gate off: no adaptive limit (gate.c) */
 	int64_t max_rate;                /* the gate's requests a second: 0 = none */
 	int64_t retry_after_s;           /* the least a gated request is told to wait */
 	int64_t rate_wait_ms;            /* past --max-rate, wait this long for a turn */
@@ -177,6 +187,23 @@ struct req;
 /* Take a waiting request out of the in-flight counts (parked), or put it
  * back. */
 void http_park(struct req *rq, bool parked);
+
+/* ---- gate.c: the adaptive limit ------------------------------------- */
+
+struct gate_stats {
+	int64_t limit, lowest;           /* the limit now; the lowest since start */
+	int64_t min_rtt_us, sample_rtt_us;   /* what it was adapted from */
+	int64_t windows;                 /* sample windows closed since start */
+};
+
+/* A monotonic clock in microseconds, for latency samples. */
+int64_t gate_now_us(void);
+/* One admitted result took rtt_us, in_flight requests being counted by the
+ * gate as it ended; may close a window and adapt the limit. */
+void gate_sample(int64_t rtt_us, int64_t in_flight);
+/* How many requests the gate lets in flight now. */
+int64_t gate_limit(void);
+void gate_read(struct gate_stats *out);
 
 /* ---- faults.c ------------------------------------------------------- */
 
@@ -258,6 +285,13 @@ struct MHD_Daemon *http_start(struct ek_err *e);
 #define RUN_STATE "COALESCE((SELECT f.state FROM settlements f WHERE f.run_id = r.run_id), " \
 	"(SELECT 'unknown' FROM run_unknowns u WHERE u.run_id = r.run_id), r.state)"
 
+/* A session's status as a reader sees it, for a query naming sessions as
+ * p ("s." or ""): a current session whose lease lapsed is expired,
+ * written or not yet (a read transaction does not write the expiry; the
+ * next write does). */
+#define SESSION_STATUS(p) "CASE WHEN " p "status='current' AND " p "lease_expires_ms<dsp_now_ms()" \
+	" THEN 'expired' ELSE " p "status END"
+
 /* Open (creating if needed) the store at path, bring its schema up to
  * date and load its incarnation (want_inc for a new store). */
 int store_open(const char *path, const char *want_inc, struct ek_err *e);
@@ -280,7 +314,12 @@ int rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, con
 
 /* Lock the store, begin a write and expire lapsed leases; -1 with 500 set. */
 int tx_begin(struct req *rq);
-/* Commit (or roll back after an internal error) and unlock; final status. */
+/* Lock the store and begin a read: one snapshot, no write lock, no
+ * expiry written (queries read lapsed leases through SESSION_STATUS);
+ * -1 with 500 set.  Ended by tx_end() as a write is. */
+int tx_read(struct req *rq);
+/* Commit (or roll back after an internal error, or end a read) and
+ * unlock; final status. */
 int tx_end(struct req *rq, int status);
 
 /* ---- faults.c ------------------------------------------------------- */
@@ -289,6 +328,9 @@ int tx_end(struct req *rq, int status);
 const char *fault_name(int kind);
 /* Take one use of the first queued fault whose path prefixes path. */
 struct fault fault_take(const char *path);
+/* Take one use of the first fault queued at point (its path, exactly):
+ * a point inside the dispatcher that no request's path names. */
+struct fault fault_take_at(const char *point);
 /* Parse a fault request into f; NULL if valid, else why not. */
 const char *fault_parse(json_t *in, struct fault *f);
 /* Queue f; -1 if the queue is full. */
@@ -375,6 +417,10 @@ void flight_leave(const char *run_id);
 void flight_persist(const char *run_id, int n);
 
 handler_fn h_result;
+
+/* Group commit, since start: the batches committed, the results they
+ * held, and the most in one batch. */
+void results_commits(int64_t *batches, int64_t *results, int64_t *largest);
 
 /* ---- inspections.c -------------------------------------------------- */
 

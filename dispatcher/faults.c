@@ -20,6 +20,12 @@
  *              an escape sequence in a detail); with chunked, in chunks
  *              of a few bytes (Transfer-Encoding: chunked)
  *
+ * A fault can also be queued at a point inside the dispatcher, named like
+ * a path and taken there (fault_take_at()), never by a request:
+ *
+ *   /store/commit  a delay holds a group commit's batch (results.c),
+ *                  recorded and uncommitted, delay_ms before its COMMIT
+ *
  * A /v1/results request a fault kept from its handler is still kept in
  * `reports` (invariant 2), with the fault's name.
  */
@@ -71,6 +77,27 @@ fault_take(const char *path)
 	pthread_mutex_lock(&faults.mu);
 	for (i = 0; i < faults.n; i++) {
 		if (strncmp(path, faults.q[i].path, strlen(faults.q[i].path)) != 0)
+			continue;
+		f = faults.q[i];
+		if (--faults.q[i].count == 0) {
+			memmove(faults.q + i, faults.q + i + 1, (faults.n - i - 1) * sizeof faults.q[0]);
+			faults.n--;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&faults.mu);
+	return f;
+}
+
+struct fault
+fault_take_at(const char *point)
+{
+	struct fault f = { .kind = F_NONE };
+	size_t i;
+
+	pthread_mutex_lock(&faults.mu);
+	for (i = 0; i < faults.n; i++) {
+		if (strcmp(point, faults.q[i].path) != 0)
 			continue;
 		f = faults.q[i];
 		if (--faults.q[i].count == 0) {

@@ -261,8 +261,9 @@ dispatch(struct req *rq)
 }
 
 /*
- * The gate.  Two bounds on the requests it may refuse, each optional:
- * --max-inflight N (past N of them in flight) and --max-rate N (a token
+ * The gate.  A limit on the requests it may refuse in flight, adapted from
+ * the latency of results (gate.c; --gate off: none), and two optional
+ * caps: --max-inflight N (the limit is at most N) and --max-rate N (a token
  * bucket: N a second, a burst of a tenth of that).  Past either, a request
  * is answered 429 with Retry-After, unhandled; past the rate only, one
  * whose turn comes within --rate-wait-ms waits for it, parked, and is then
@@ -410,14 +411,18 @@ gate_closed(struct req *rq, int64_t *turn_ms)
 {
 	bool full, fast = false;
 
+	int64_t limit = gate_limit();
+
 	*turn_ms = 0;
-	if ((dsp.cfg.max_inflight <= 0 && dsp.cfg.max_rate <= 0) || !rq->gateable)
+	if (dsp.cfg.max_inflight > 0 && dsp.cfg.max_inflight < limit)
+		limit = dsp.cfg.max_inflight;
+	if (!rq->gateable)
 		return false;
 	pthread_mutex_lock(&gate.mu);
 	if (!gate.rng)
 		gate.rng = ((uint64_t)mono_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
 	gate_advance(mono_ms());
-	full = dsp.cfg.max_inflight > 0 && atomic_load(&stats.gateable) > dsp.cfg.max_inflight;
+	full = atomic_load(&stats.gateable) > limit;
 	if (!full && dsp.cfg.max_rate > 0 && !(fast = (*turn_ms = gate_turn_ms()) > dsp.cfg.rate_wait_ms))
 		gate.tokens -= 1;
 	if (!full && !fast) {
@@ -576,7 +581,7 @@ req_finish(struct req *rq)
 	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
 	char run_id[129] = "";
 	enum MHD_Result r;
-	int64_t turn_ms;
+	int64_t turn_ms, t_us;
 	int n;
 
 	if (id && is_run_id(id)) {
@@ -594,14 +599,20 @@ req_finish(struct req *rq)
 	if (gate_closed(rq, &turn_ms)) {
 		json_decref(rq->in);
 		rq->in = NULL;
-		r = respond(rq, fail(rq, 429, "overloaded", "past the gate (--max-inflight %lld, "
-		    "--max-rate %lld); retry after %d s", (long long)dsp.cfg.max_inflight,
-		    (long long)dsp.cfg.max_rate, rq->retry_after_s));
+		r = respond(rq, fail(rq, 429, "overloaded", "past the gate (limit %lld, --max-inflight"
+		    " %lld, --max-rate %lld); retry after %d s", (long long)gate_limit(),
+		    (long long)dsp.cfg.max_inflight, (long long)dsp.cfg.max_rate, rq->retry_after_s));
 	} else if (turn_ms > 0 && !wait_turn(rq, turn_ms)) {
 		log_request(rq, 0);   /* its client left while it waited: nobody to answer */
 		r = MHD_NO;
 	} else {
+		t_us = gate_now_us();
 		r = fault_serve(rq);
+		/* the limit's sample: a result its handler served (a fault that
+		 * answers in its place says nothing of the store's pace) */
+		if (rq->kind == RK_RESULT && turn_ms == 0 &&
+		    (rq->fault.kind == F_NONE || rq->fault.kind == F_DELAY))
+			gate_sample(gate_now_us() - t_us, atomic_load(&stats.gateable));
 	}
 	if (run_id[0])
 		flight_leave(run_id);

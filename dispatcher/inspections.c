@@ -36,7 +36,7 @@ enum { INSPECT_RUN_MAX = 4096, INSPECT_SESSION_MAX = 128,
 
 /* Admit a client's request: its Bearer token hashes to an active client's
  * (only the hash is stored).  0 with the client's id in client, else the
- * error status (answer set).  Inside tx_begin(). */
+ * error status (answer set).  Inside a transaction. */
 static int
 client_gate(struct req *rq, char *client, size_t n)
 {
@@ -167,8 +167,9 @@ static int
 inspection_read(struct req *rq, const char *client, bool *done)
 {
 	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT i.run_id, i.session_id, CASE WHEN"
-	    " i.status='pending' AND IFNULL(s.status, '')<>'current' THEN 'unanswered'"
-	    " ELSE i.status END, i.answer, i.answered_ms, s.status FROM inspections i"
+	    " i.status='pending' AND IFNULL(" SESSION_STATUS("s.") ", '')<>'current'"
+	    " THEN 'unanswered' ELSE i.status END, i.answer, i.answered_ms, " SESSION_STATUS("s.")
+	    " FROM inspections i"
 	    " JOIN inspection_clients c ON c.inspection_id=i.inspection_id AND c.client_id=?"
 	    " LEFT JOIN sessions s ON s.session_id=i.session_id WHERE i.inspection_id=?",
 	    "ss", client, rq->arg);
@@ -215,7 +216,7 @@ h_inspection_get(struct req *rq)
 		    (unsigned int)(wait / 1000 + 15));
 	end = mono_ms() + wait;
 	for (;;) {
-		if (tx_begin(rq) < 0)
+		if (tx_read(rq) < 0)
 			return 500;
 		/* the token first: a stranger learns nothing, not even a 400 */
 		status = client_gate(rq, client, sizeof client);
@@ -242,7 +243,7 @@ h_inspection_list(struct req *rq)
 	json_t *out;
 	int status;
 
-	if (tx_begin(rq) < 0)
+	if (tx_read(rq) < 0)
 		return 500;
 	if ((status = sess_gate(rq, rq->arg, NULL, false)))
 		return tx_end(rq, status);

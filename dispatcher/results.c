@@ -4,6 +4,8 @@
  * in `reports` whatever its answer (invariant 2), a faulted one included.
  * A run handed back, re-queued or abandoned is never charged: its results
  * are refused (409 conflict, invariant 8).
+ * Results that arrive together are committed together (group commit,
+ * below).
  * Also the count of each run's reports in flight at once, which tests read
  * back as the run's max_in_flight.
  */
@@ -169,30 +171,171 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 	    "record_id", (json_int_t)record_id));
 }
 
-/* POST /v1/results: one terminal result, checked in the protocol's order. */
+/*
+ * Group commit.  Results that arrive while a commit is under way wait in
+ * a queue; when it ends, one of them (the leader) takes the whole queue
+ * and records it in one store transaction: one BEGIN and one COMMIT (one
+ * sync) for all, as PostgreSQL's commit_delay and MySQL's binlog group
+ * commit do.  Each result is checked and recorded as alone, in a savepoint
+ * of its own: its refusal or conflict is its own answer, and an internal
+ * error rolls back its savepoint only.  No result is answered before the
+ * commit that holds it: each waits until the leader marks it done, after
+ * the COMMIT returned (or with 500 if it failed, and nothing of the batch
+ * is kept).  A delay fault at the point /store/commit holds each batch,
+ * recorded and uncommitted, that long before its COMMIT (for the tests
+ * that kill the dispatcher mid-batch).
+ */
+struct pending {
+	struct req *rq;
+	json_t *in;                      /* the body, parsed (NULL: not JSON) */
+	const char *why;                 /* why the body is invalid, or NULL */
+	struct result r;
+	char sha[SHA256_HEX_LEN + 1];
+	int status;                      /* the answer, once done */
+	bool done;
+	struct pending *next;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t done;             /* a batch was committed (or failed) */
+	struct pending *head, **tail;
+	bool leading;                    /* a leader is recording a batch */
+	int64_t batches, results, largest;   /* for /admin/stats */
+} gc = { .mu = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+
+/* Record one result of the open batch, as alone; its HTTP status. */
+static int
+result_one(struct pending *p)
+{
+	struct req *rq = p->rq;
+	int status;
+
+	if (!p->in)
+		status = 400;
+	else if (p->why)
+		status = fail(rq, 400, "invalid", "%s", p->why);
+	else
+		status = result_record(rq, &p->r, p->sha);
+	if (status < 500 && report_insert(rq, &p->r, rq->too_big ? NULL : p->sha, status) < 0)
+		status = internal(rq);
+	return status;
+}
+
+/* Answer p, and every result after it in its batch, 500 for e. */
+static void
+batch_fail(struct pending *p, const struct ek_err *e)
+{
+	for (; p; p = p->next) {
+		p->rq->e = *e;
+		p->status = internal(p->rq);
+	}
+}
+
+/* In a savepoint of its own: record p, or roll back what it wrote. */
+static int
+batch_one(struct pending *p)
+{
+	struct ek_err e = { 0 };
+	int status;
+
+	if (sql_exec(&p->rq->e, "SAVEPOINT result", "") < 0)
+		return internal(p->rq);
+	status = result_one(p);
+	if (status >= 500 && sqlite3_get_autocommit(dsp.store.db.h) == 0)
+		sql_exec(&e, "ROLLBACK TO result", "");
+	if (sqlite3_get_autocommit(dsp.store.db.h) == 0)
+		sql_exec(&e, "RELEASE result", "");
+	return status;
+}
+
+/* Record batch b (its first is the leader) in one transaction. */
+static void
+batch_record(struct pending *b)
+{
+	struct req *lead = b->rq;
+	struct pending *p;
+	struct fault f;
+
+	if (tx_begin(lead) < 0) {
+		batch_fail(b, &lead->e);
+		return;
+	}
+	for (p = b; p; p = p->next) {
+		p->status = batch_one(p);
+		if (sqlite3_get_autocommit(dsp.store.db.h) != 0) {   /* SQLite ended it */
+			batch_fail(b, &p->rq->e);
+			pthread_mutex_unlock(&dsp.store.mu);
+			return;
+		}
+	}
+	if ((f = fault_take_at("/store/commit")).kind == F_DELAY)
+		nap(f.delay_ms, NULL);
+	if (db_commit(&dsp.store.db, &lead->e) < 0)
+		batch_fail(b, &lead->e);
+	pthread_mutex_unlock(&dsp.store.mu);
+}
+
+/* Queue p, and wait until a batch holding it is committed; its status.
+ * The first to find no leader leads: it takes the queue, records it,
+ * marks it done, and wakes the rest. */
+static int
+batch_join(struct pending *p)
+{
+	struct pending *b, *q;
+	int64_t n;
+
+	pthread_mutex_lock(&gc.mu);
+	if (!gc.tail)
+		gc.tail = &gc.head;
+	*gc.tail = p;
+	gc.tail = &p->next;
+	while (!p->done) {
+		if (gc.leading || !gc.head) {
+			pthread_cond_wait(&gc.done, &gc.mu);
+			continue;
+		}
+		b = gc.head;
+		gc.head = NULL;
+		gc.tail = &gc.head;
+		gc.leading = true;
+		pthread_mutex_unlock(&gc.mu);
+		batch_record(b);
+		pthread_mutex_lock(&gc.mu);
+		for (n = 0, q = b; q; q = q->next, n++)
+			q->done = true;
+		gc.batches++;
+		gc.results += n;
+		if (n > gc.largest)
+			gc.largest = n;
+		gc.leading = false;
+		pthread_cond_broadcast(&gc.done);
+	}
+	pthread_mutex_unlock(&gc.mu);
+	return p->status;
+}
+
+/* POST /v1/results: one terminal result, checked in the protocol's order,
+ * recorded in the next group commit. */
 int
 h_result(struct req *rq)
 {
-	struct result r = { NULL, NULL, NULL };
-	const char *why = NULL;
-	char sha[SHA256_HEX_LEN + 1];
-	json_t *in = body_json(rq);
-	int status;
+	struct pending p = { .rq = rq };
 
-	sha256_hex(rq->body ? rq->body : "", rq->len, sha);
-	if (in)
-		why = result_check(in, &r);
-	if (tx_begin(rq) < 0)
-		return 500;
-	if (!in)
-		status = 400;
-	else if (why)
-		status = fail(rq, 400, "invalid", "%s", why);
-	else
-		status = result_record(rq, &r, sha);
-	if (status < 500 && report_insert(rq, &r, rq->too_big ? NULL : sha, status) < 0)
-		status = internal(rq);
-	return tx_end(rq, status);
+	sha256_hex(rq->body ? rq->body : "", rq->len, p.sha);
+	if ((p.in = body_json(rq)))
+		p.why = result_check(p.in, &p.r);
+	return batch_join(&p);
+}
+
+void
+results_commits(int64_t *batches, int64_t *results, int64_t *largest)
+{
+	pthread_mutex_lock(&gc.mu);
+	*batches = gc.batches;
+	*results = gc.results;
+	*largest = gc.largest;
+	pthread_mutex_unlock(&gc.mu);
 }
 
 void

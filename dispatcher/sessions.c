@@ -43,8 +43,8 @@ enum { SETTLE_PENDING_MAX = 512,     /* the dispatcher's own share of a session'
 int
 sess_load(struct req *rq, const char *sid, struct sess *s)
 {
-	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT incarnation, executor_id, cred_sha256, status"
-	    " FROM sessions WHERE session_id=?", "s", sid);
+	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT incarnation, executor_id, cred_sha256, "
+	    SESSION_STATUS("") " FROM sessions WHERE session_id=?", "s", sid);
 	int r;
 
 	if (!st)

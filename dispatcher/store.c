@@ -10,6 +10,9 @@
  * store's one meta fact is its incarnation, created once and then kept
  * (a different --incarnation is ignored, with a note on stderr).
  *
+ * A request's handler works in one transaction (tx_begin() to write,
+ * tx_read() to read) under dsp.store.mu.
+ *
  * Every statement comes from db_prep() (through sql_prep() or sql_exec())
  * and goes back through db_done(), under dsp.store.mu.  The connection
  * does not keep statements prepared (db.keep is off), so db_done()
@@ -195,6 +198,17 @@ store_files_check(const char *path, struct ek_err *e)
 	return 0;
 }
 
+/* SQL's dsp_now_ms(): the wall clock in ms, as now_ms() reads it, so a
+ * read transaction can tell a lapsed lease (SESSION_STATUS) without the
+ * write that expires it. */
+static void
+sql_now_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	(void)argv;
+	sqlite3_result_int64(cx, now_ms());
+}
+
 int
 store_open(const char *path, const char *want_inc, struct ek_err *e)
 {
@@ -202,6 +216,11 @@ store_open(const char *path, const char *want_inc, struct ek_err *e)
 
 	if (store_files_check(path, e) < 0 || db_open(&s->db, path, true, e) < 0)
 		return -1;
+	if (sqlite3_create_function(s->db.h, "dsp_now_ms", 0, SQLITE_UTF8, NULL, sql_now_ms,
+	    NULL, NULL) != SQLITE_OK) {
+		db_fail(&s->db, e, "dsp_now_ms");
+		goto fail;
+	}
 	if (db_begin_write(&s->db, e) < 0)
 		goto fail;
 	if (store_init(want_inc, e) < 0) {
@@ -239,9 +258,23 @@ tx_begin(struct req *rq)
 }
 
 int
+tx_read(struct req *rq)
+{
+	pthread_mutex_lock(&dsp.store.mu);
+	if (db_begin_read(&dsp.store.db, &rq->e) == 0)
+		return 0;
+	db_rollback(&dsp.store.db);
+	pthread_mutex_unlock(&dsp.store.mu);
+	internal(rq);
+	return -1;
+}
+
+int
 tx_end(struct req *rq, int status)
 {
-	if (rq->rollback || status >= 500)
+	if (!dsp.store.db.in_write)   /* a read: nothing to commit */
+		db_rollback(&dsp.store.db);
+	else if (rq->rollback || status >= 500)
 		db_rollback(&dsp.store.db);
 	else if (db_commit(&dsp.store.db, &rq->e) < 0)
 		status = -1;

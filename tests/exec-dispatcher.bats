@@ -150,6 +150,8 @@ take() {
 	[[ $status -eq 64 ]]
 	run "$DISP_BIN" --incarnation bogus
 	[[ $status -eq 64 ]]
+	run "$DISP_BIN" --gate bogus
+	[[ $status -eq 64 && $output == *"--gate: 'bogus' is not adaptive or off"* ]]
 }
 
 @test "--port 0 gives two instances distinct ports on 127.0.0.1" {
@@ -1256,4 +1258,165 @@ reply() {
 	done
 	api GET /admin/sessions
 	[[ $(jget "$body" '$.sessions[0].adopted_by') == "" ]]
+}
+
+# hold_store_lock: another process (sqlite3) takes the store's write lock
+# and keeps it until $BATS_TEST_TMPDIR/release exists (bounded); LOCK_PID.
+hold_store_lock() {
+	local t=$BATS_TEST_TMPDIR
+	{
+		printf '.timeout %s\nBEGIN IMMEDIATE;\n.shell touch %s/locked\n' "$WAIT_MS" "$t"
+		i=0
+		while [[ ! -e $t/release ]] && ((i++ < WAIT_S * 10)); do sleep 0.1; done
+		printf 'COMMIT;\n'
+	} | sqlite3 "$t/disp.db" &
+	LOCK_PID=$!
+	wait_until '[[ -e $t/locked ]]' || fail "sqlite3 did not take the lock"
+}
+
+@test "reads take no write lock: summary, runs and sessions answer while another process holds the store's; a lapsed lease reads as expired" {
+	negotiate
+	take r1
+	admin POST "/admin/sessions/$SID/lease" '{"ms":5000}' >/dev/null
+	hold_store_lock
+	# nothing can write the expiry now; the read evaluates it
+	wait_until '[[ $(admin GET /admin/sessions) == *"\"status\":\"expired\""* ]]' ||
+		fail "the lapsed lease did not read as expired: $(admin GET /admin/sessions)"
+	[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT status FROM sessions") == current ]]
+	local out
+	out=$(admin GET /admin/summary)
+	[[ $out == *'"incarnation":'* && $out == *'"offered":1'* ]] || fail "summary: $out"
+	out=$(admin GET /admin/runs)
+	[[ $out == *'"run_id":"r1"'* ]] || fail "runs: $out"
+	out=$(admin GET /admin/runs/r1)
+	[[ $out == *'"state":"offered"'* ]] || fail "run: $out"
+	# a write waits for the lock, and expires the lease once it has it
+	touch "$BATS_TEST_TMPDIR/release"
+	wait "$LOCK_PID"
+	wait_until '[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT status FROM sessions") == expired ]]'
+}
+
+# post_bg RUN_ID: report RUN_ID's result under SID/CRED in the background,
+# its status in $BATS_TEST_TMPDIR/code.RUN_ID (nothing if never answered);
+# its pid appended to BG_PIDS.  The credential's header file is written
+# once: rewriting it would race the requests still reading it.
+post_bg() {
+	[[ -s $BATS_TEST_TMPDIR/bgauth ]] || printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/bgauth"
+	result_body "$1" >"$BATS_TEST_TMPDIR/res.$1"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/out.$1" -w "%{http_code}" \
+		-H @"$BATS_TEST_TMPDIR/bgauth" --data-binary @"$BATS_TEST_TMPDIR/res.$1" \
+		"$DISP_URL/v1/results" >"$BATS_TEST_TMPDIR/code.$1" 2>/dev/null &
+	BG_PIDS+=($!)
+}
+
+# store_write_locked: someone (a batch being recorded) holds the store's
+# write lock now.
+store_write_locked() {
+	if sqlite3 -cmd '.timeout 1' "$BATS_TEST_TMPDIR/disp.db" 'BEGIN IMMEDIATE; ROLLBACK;' 2>/dev/null; then
+		return 1
+	fi
+}
+
+@test "group commit: kill -9 mid-batch, and every result answered 200 is in the store; results that arrive together share a commit" {
+	local runs=(r1 r2 r3 r4 r5 r6 r7 r8 r9 r10) r answered=0 lost=0 out
+	BG_PIDS=()
+	negotiate
+	take "${runs[@]}"
+	# each of the next two batches is held 3 s, recorded and uncommitted
+	admin POST /admin/faults '{"kind":"delay","count":2,"delay_ms":3000,"path":"/store/commit"}' >/dev/null
+	post_bg r1
+	wait_until store_write_locked || fail "r1's batch never held the lock"
+	for r in "${runs[@]:1}"; do post_bg "$r"; done
+	# r1 answered: its batch committed, and the next one is being held
+	wait_until '[[ $(<"$BATS_TEST_TMPDIR/code.r1") == 200 ]]' || fail "r1: $(<"$BATS_TEST_TMPDIR/code.r1")"
+	kill -KILL "$DISP_PID"
+	wait "$DISP_PID" || true
+	wait "${BG_PIDS[@]}" || true
+	start_dispatcher
+	for r in "${runs[@]}"; do
+		out=$(admin GET "/admin/runs/$r")
+		if [[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]]; then
+			answered=$((answered + 1))
+			[[ $out == *'"record_id":'[0-9]* ]] || fail "$r was answered 200 but is not recorded: $out"
+		elif [[ $out == *'"record_id":null'* ]]; then
+			lost=$((lost + 1))
+		fi
+	done
+	[[ $answered -ge 1 ]]
+	[[ $lost -ge 1 ]] || fail "the kill did not land mid-batch"   # an unanswered batch, not kept
+	# the lost ones again, together: they share commits
+	BG_PIDS=()
+	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":1000,"path":"/store/commit"}' >/dev/null
+	for r in "${runs[@]}"; do post_bg "$r"; done
+	wait "${BG_PIDS[@]}"
+	for r in "${runs[@]}"; do
+		[[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]] || fail "$r: $(<"$BATS_TEST_TMPDIR/code.$r") $(cat "$BATS_TEST_TMPDIR/out.$r")"
+		[[ $(admin GET "/admin/runs/$r") == *'"record_id":'[0-9]* ]] || fail "$r is not recorded"
+	done
+	out=$(admin GET /admin/stats)
+	body=$out
+	[[ $(num commit_results) == 10 ]] || fail "$out"
+	[[ $(num commit_batch_max) -ge 2 ]] || fail "no batch held two results: $out"
+	[[ $(num commit_batches) -lt 10 ]] || fail "$out"
+}
+
+# report_until_taken RUN_ID: report RUN_ID's result until it is answered
+# other than 429 (at most WAIT_TRIES times, 0.1 s apart, Retry-After
+# aside); the last status in $BATS_TEST_TMPDIR/code.RUN_ID.
+report_until_taken() {
+	local i code
+	for ((i = 0; i < WAIT_TRIES; i++)); do
+		code=$(curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -w '%{http_code}' \
+			-H @"$BATS_TEST_TMPDIR/bgauth" --data-binary @"$BATS_TEST_TMPDIR/res.$1" \
+			"$DISP_URL/v1/results" 2>/dev/null)
+		[[ $code == 429 ]] || break
+		sleep 0.1
+	done
+	printf '%s' "$code" >"$BATS_TEST_TMPDIR/code.$1"
+}
+
+@test "the adaptive gate: results slowed to 200 ms, the limit falls and sheds, heartbeats stay fast, every result is recorded" {
+	local fast=() slow=() r pids=() i t worst=0 out limit
+	for i in $(seq 20); do fast+=("w$i"); done
+	for i in $(seq 60); do slow+=("s$i"); done
+	negotiate
+	take "${fast[@]}" "${slow[@]}"
+	# results at the dispatcher's own pace: the latency it takes unloaded
+	for r in "${fast[@]}"; do
+		api POST /v1/results "$(result_body "$r")" "$CRED"
+		[[ $code == 200 ]] || fail "$r: $code $body"
+	done
+	body=$(admin GET /admin/stats)
+	[[ $(field gate) == adaptive ]]
+	limit=$(num gate_limit)
+	[[ $limit -ge 8 && $(num min_rtt_us) -gt 0 ]] || fail "$body"
+	# now every result takes 200 ms more
+	admin POST /admin/faults '{"kind":"delay","count":100000,"delay_ms":200}' >/dev/null
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/bgauth"
+	for r in "${slow[@]}"; do
+		result_body "$r" >"$BATS_TEST_TMPDIR/res.$r"
+		report_until_taken "$r" &
+		pids+=($!)
+	done
+	# heartbeats meanwhile: exempt, and fast
+	for i in $(seq 20); do
+		t=$(curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -w '%{http_code} %{time_total}' \
+			-X POST -H @"$BATS_TEST_TMPDIR/bgauth" "$DISP_URL/v1/sessions/$SID/heartbeat")
+		[[ ${t% *} == 200 ]] || fail "heartbeat $i: $t"
+		t=${t#* }
+		t=$((10#${t%.*} * 1000 + 10#$(printf '%.3s' "${t#*.}000")))
+		((t > worst)) && worst=$t
+		sleep 0.1
+	done
+	wait "${pids[@]}"
+	((worst < 1000)) || fail "a heartbeat took $worst ms"
+	for r in "${slow[@]}"; do
+		[[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]] || fail "$r: $(<"$BATS_TEST_TMPDIR/code.$r")"
+		out=$(admin GET "/admin/runs/$r")
+		[[ $out == *'"record_id":'[0-9]* ]] || fail "$r is not recorded: $out"
+	done
+	body=$(admin GET /admin/stats)
+	[[ $(num gate_limit_lowest) -lt $limit ]] || fail "the limit did not fall: $body"
+	[[ $(num gated_429) -ge 1 ]] || fail "the gate never shed: $body"
+	[[ $(num max_inflight) == 0 && $(num max_rate) == 0 ]]   # no cap given
 }
