@@ -64,10 +64,14 @@ result_check(json_t *in, struct result *r)
 static int
 report_insert(struct req *rq, const struct result *r, const char *sha, int status)
 {
+	/* a report alone in flight is noted here too, in its batch's
+	 * transaction, when flight_persist() found a commit under way */
 	return sql_exec(&rq->e, "INSERT INTO reports(run_id, session_id, body_sha256, status,"
 	    " error, fault, at) VALUES(?,?,?,?,?,?,?)", "sssissi", r->run_id, r->session_id, sha,
 	    (int64_t)status, json_string_value(json_object_get(rq->out, "error")),
-	    rq->fault.kind ? fault_name(rq->fault.kind) : NULL, now_ms());
+	    rq->fault.kind ? fault_name(rq->fault.kind) : NULL, now_ms()) < 0 ||
+	    (r->run_id && sql_exec(&rq->e, "UPDATE runs SET max_in_flight=1 WHERE run_id=?"
+	    " AND max_in_flight<1", "s", r->run_id) < 0) ? -1 : 0;
 }
 
 /* The session that adopted sid into *by: 1, 0 none, -1 store error. */
@@ -404,7 +408,13 @@ flight_persist(const char *run_id, int n)
 {
 	struct ek_err e = { 0 };
 
-	pthread_mutex_lock(&dsp.store.mu);
+	/* One report alone waits for no commit under way (its batch's
+	 * report_insert() notes it then): waiting here would keep it out of
+	 * the batch that is gathering meanwhile. */
+	if (n > 1)
+		pthread_mutex_lock(&dsp.store.mu);
+	else if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+		return;
 	if (db_begin_write(&dsp.store.db, &e) == 0 &&
 	    sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND max_in_flight<?",
 	    "isi", (int64_t)n, run_id, (int64_t)n) == 0)

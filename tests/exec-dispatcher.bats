@@ -1344,10 +1344,13 @@ store_write_locked() {
 	done
 	[[ $answered -ge 1 ]]
 	[[ $lost -ge 1 ]] || fail "the kill did not land mid-batch"   # an unanswered batch, not kept
-	# the lost ones again, together: they share commits
+	# the lost ones again, together: while r1's commit is held, the others
+	# arrive, wait, and share the next commit
 	BG_PIDS=()
-	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":1000,"path":"/store/commit"}' >/dev/null
-	for r in "${runs[@]}"; do post_bg "$r"; done
+	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":3000,"path":"/store/commit"}' >/dev/null
+	post_bg r1
+	wait_until store_write_locked || fail "r1's batch never held the lock"
+	for r in "${runs[@]:1}"; do post_bg "$r"; done
 	wait "${BG_PIDS[@]}"
 	for r in "${runs[@]}"; do
 		[[ $(<"$BATS_TEST_TMPDIR/code.$r") == 200 ]] || fail "$r: $(<"$BATS_TEST_TMPDIR/code.$r") $(cat "$BATS_TEST_TMPDIR/out.$r")"
