@@ -66,17 +66,18 @@ fault_name(int kind)
 	return kinds[kind].name;
 }
 
-struct fault
-fault_take(const char *path)
+/* Take one of the first queued fault whose path matches: exactly, or as a
+ * prefix of path when prefix is set. */
+static struct fault
+take(const char *path, bool prefix)
 {
 	struct fault f = { .kind = F_NONE };
 	size_t i;
 
-	if (strcmp(path, "/admin/faults") == 0)
-		return f;            /* faults can always be cleared */
 	pthread_mutex_lock(&faults.mu);
 	for (i = 0; i < faults.n; i++) {
-		if (strncmp(path, faults.q[i].path, strlen(faults.q[i].path)) != 0)
+		if (prefix ? strncmp(path, faults.q[i].path, strlen(faults.q[i].path)) != 0 :
+		    strcmp(path, faults.q[i].path) != 0)
 			continue;
 		f = faults.q[i];
 		if (--faults.q[i].count == 0) {
@@ -90,24 +91,19 @@ fault_take(const char *path)
 }
 
 struct fault
+fault_take(const char *path)
+{
+	struct fault none = { .kind = F_NONE };
+
+	if (strcmp(path, "/admin/faults") == 0)
+		return none;            /* faults can always be cleared */
+	return take(path, true);
+}
+
+struct fault
 fault_take_at(const char *point)
 {
-	struct fault f = { .kind = F_NONE };
-	size_t i;
-
-	pthread_mutex_lock(&faults.mu);
-	for (i = 0; i < faults.n; i++) {
-		if (strcmp(point, faults.q[i].path) != 0)
-			continue;
-		f = faults.q[i];
-		if (--faults.q[i].count == 0) {
-			memmove(faults.q + i, faults.q + i + 1, (faults.n - i - 1) * sizeof faults.q[0]);
-			faults.n--;
-		}
-		break;
-	}
-	pthread_mutex_unlock(&faults.mu);
-	return f;
+	return take(point, false);
 }
 
 /* The kind called name; F_NONE for no kind ("none" included). */
