@@ -43,6 +43,16 @@ row_json(sqlite3_stmt *q)
 	    "body", (const char *)sqlite3_column_blob(q, 11), (size_t)sqlite3_column_bytes(q, 11));
 }
 
+/* Bind EVIDENCE_WHERE's ?1 and ?4 and the chunk's rowid range ?2..?3. */
+static void
+bind_chunk(sqlite3_stmt *q, int64_t cutoff, bool adoptable, int64_t first, int64_t last)
+{
+	db_bind_i64(q, 1, cutoff);
+	db_bind_i64(q, 2, first);
+	db_bind_i64(q, 3, last);
+	db_bind_i64(q, 4, adoptable);
+}
+
 /* The run records of the results a chunk exports (rowids first+1..last). */
 static int
 record_exported(struct state *st, const char *path, int64_t cutoff, bool adoptable, int64_t first,
@@ -59,10 +69,7 @@ record_exported(struct state *st, const char *path, int64_t cutoff, bool adoptab
 
 	if (!q)
 		return -1;
-	db_bind_i64(q, 1, cutoff);
-	db_bind_i64(q, 2, first);
-	db_bind_i64(q, 3, last);
-	db_bind_i64(q, 4, adoptable);
+	bind_chunk(q, cutoff, adoptable, first, last);
 	db_bind_text(q, 5, path);
 	db_bind_i64(q, 6, now_ms());
 	return db_exec_stmt(&st->db, q, e);
@@ -107,10 +114,7 @@ export_chunk(struct state *st, FILE *f, const char *path, int64_t cutoff, bool a
 	if (record_exported(st, path, cutoff, adoptable, first, *last, e) < 0 ||
 	    !(q = db_prep(&st->db, "DELETE FROM results" EVIDENCE_WHERE " AND rowid > ?2 AND rowid <= ?3", e)))
 		return -1;
-	db_bind_i64(q, 1, cutoff);
-	db_bind_i64(q, 2, first);
-	db_bind_i64(q, 3, *last);
-	db_bind_i64(q, 4, adoptable);
+	bind_chunk(q, cutoff, adoptable, first, *last);
 	if (db_exec_stmt(&st->db, q, e) < 0)
 		return -1;
 	if (sqlite3_changes(st->db.h) != *n)

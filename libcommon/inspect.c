@@ -160,11 +160,14 @@ take_text(sqlite3_stmt *q, int col, char *buf, size_t n, const char *what,
 	return 0;
 }
 
+/* Columns 0, 1 and 2 of every reader below: the transaction id, then the
+ * binding (incarnation, session id). */
 static int
-take_binding(sqlite3_stmt *q, int col, struct inspect_found *f, struct ek_err *e)
+take_ids(sqlite3_stmt *q, struct inspect_found *f, struct ek_err *e)
 {
-	return take_text(q, col, f->b.incarnation, sizeof f->b.incarnation, "incarnation", f->run_id, e) < 0 ||
-	    take_text(q, col + 1, f->b.session_id, sizeof f->b.session_id, "session id", f->run_id, e) < 0 ? -1 : 0;
+	return take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
+	    take_text(q, 1, f->b.incarnation, sizeof f->b.incarnation, "incarnation", f->run_id, e) < 0 ||
+	    take_text(q, 2, f->b.session_id, sizeof f->b.session_id, "session id", f->run_id, e) < 0 ? -1 : 0;
 }
 
 /* The execution row: 1 found, 0 none, -1 error. */
@@ -179,8 +182,7 @@ read_run_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 		return -1;
 	db_bind_text(q, 1, f->run_id);
 	rc = db_step(&st->db, q, e);
-	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
-	    take_binding(q, 1, f, e) < 0 ||
+	if (rc == 1 && (take_ids(q, f, e) < 0 ||
 	    take_text(q, 4, f->start_marker, sizeof f->start_marker, "start marker", f->run_id, e) < 0))
 		rc = -1;
 	if (rc == 1) {
@@ -216,8 +218,7 @@ read_result_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 	if (rc == 1 && sqlite3_column_type(q, 0) == SQLITE_NULL)
 		rc = ek_fail(e, EK_DATAERR, "run '%s': retained result without its accepted run "
 		    "(damaged state)", f->run_id);
-	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
-	    take_binding(q, 1, f, e) < 0 ||
+	if (rc == 1 && (take_ids(q, f, e) < 0 ||
 	    take_text(q, 4, f->start_marker, sizeof f->start_marker, "start marker", f->run_id, e) < 0))
 		rc = -1;
 	if (rc == 1) {
@@ -260,8 +261,7 @@ read_record_row(struct state *st, struct inspect_found *f, struct ek_err *e)
 		return -1;
 	db_bind_text(q, 1, f->run_id);
 	rc = db_step(&st->db, q, e);
-	if (rc == 1 && (take_text(q, 0, f->txn_id, sizeof f->txn_id, "transaction id", f->run_id, e) < 0 ||
-	    take_binding(q, 1, f, e) < 0))
+	if (rc == 1 && (take_ids(q, f, e) < 0))
 		rc = -1;
 	if (rc == 1) {
 		f->started = sqlite3_column_int(q, 3);
