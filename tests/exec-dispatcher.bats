@@ -1161,6 +1161,43 @@ reply() {
 	[[ $(jget "$body" '$.runs[0].run_id') == "$n1" && $(jget "$body" '$.runs[1].run_id') == "$n3" ]]
 }
 
+@test "settlement and hand-back never re-queue a run the dispatcher knows started: a start notice, or a report attempt even refused" {
+	stop_dispatcher
+	start_dispatcher --settle-after-ms 0
+	negotiate
+	S1=$SID
+	local c1=$CRED s1body
+	take a1 a2 a3
+	accept a1 a2 a3
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":1,"started":["a2"]}' "$CRED"   # a2's start notice
+	[[ $code == 200 ]]
+	s1body=$(result_body a1)
+	handback a3
+	negotiate                                   # S1 replaced: its runs are settled through S2
+	api POST /v1/results "$s1body" "$c1"        # a1's report, refused (410), kept as an attempt
+	[[ $code == 410 ]]
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]
+	api GET "/v1/sessions/$SID/inspections" "" "$CRED"
+	local id run
+	while IFS='|' read -r id run; do
+		printf -v "INSP_$run" '%s' "$id"
+	done < <(sqlite3 :memory: "SELECT json_extract(value, '$.inspection_id'), json_extract(value, '$.run_id')
+		FROM json_each('$body', '$.inspections')")
+	# a (restored) state that says it never started them, or has no record
+	reply a1 '{"outcome":"ABSENT","run_id":"a1"}'
+	reply a2 "$(found a2 false)"
+	for r in a1 a2; do
+		state_of "$r"
+		[[ $STATE == accepted ]] || fail "$r: $body"
+		[[ $(jget "$body" '$.settled') == inspection_started ]] || fail "$r: $body"
+		[[ $body == *'"requeued_as":null'* ]] || fail "$r: $body"
+	done
+	# a3, handed back and never noticed, is re-queued as before
+	state_of a3
+	[[ $STATE == handed_back ]]
+}
+
 @test "settlement: a session that ended without answering leaves the question to the executor's next session" {
 	settle_setup 1
 	local first=$INSP_a1 s2=$SID c2=$CRED
