@@ -326,32 +326,113 @@ write_value(int fd, const char *file, int64_t value)
 	return rc;
 }
 
+static const char *const v1_ctl[] = { "pids", "memory" }, *const v1_file[] = { "pids.max",
+	"memory.limit_in_bytes" };
+
 /* Limit i (0 pids, 1 memory) in a v1 cgroup of c's name: 0, or -1 (why). */
 static int
 limit_v1(struct contain *c, int i, int64_t value, char *why, size_t n)
 {
-	static const char *const ctl[] = { "pids", "memory" }, *const file[] = { "pids.max",
-		"memory.limit_in_bytes" };
 	char dir[PATH_MAX];
 	int fd = -1;
 
-	if (v1_dir(i, ctl[i], dir, sizeof dir) < 0) {
-		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", ctl[i]);
+	if (v1_dir(i, v1_ctl[i], dir, sizeof dir) < 0) {
+		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", v1_ctl[i]);
 		return -1;
 	}
 	if ((c->v1_parent[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
 		sweep_once(&v1_dirs[i], c->v1_parent[i]);
 	if (c->v1_parent[i] < 0 || (mkdirat(c->v1_parent[i], c->name, 0755) < 0 && errno != EEXIST) ||
 	    (fd = openat(c->v1_parent[i], c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    write_value(fd, file[i], value) < 0 ||
+	    write_value(fd, v1_file[i], value) < 0 ||
 	    (c->v1_procs[i] = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
-		snprintf(why, n, "cannot set %s in '%.200s/%.100s': %s", file[i], dir, c->name,
+		snprintf(why, n, "cannot set %s in '%.200s/%.100s': %s", v1_file[i], dir, c->name,
 		    strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
 	close(fd);
+	return 0;
+}
+
+/* This process's slot cgroups in the v1 hierarchies (contain_limit_slot):
+ * the directory once made and joined, and the limit last written there. */
+static struct { int fd; int64_t value; } slot[2] = { { -1, 0 }, { -1, 0 } };
+/* Our OOM score before we made ourselves unkillable in a slot, which the
+ * guest's child takes back (contain_child_join); empty: left as it was. */
+static char oom_orig[16];
+
+/* A kernel OOM kill in the memory slot must pick the guest, never its
+ * supervisor: where we may (CAP_SYS_RESOURCE), the supervisor opts out. */
+static void
+oom_opt_out(void)
+{
+	char buf[16] = "";
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	if ((n = read(fd, buf, sizeof buf - 1)) > 0 && lseek(fd, 0, SEEK_SET) == 0 &&
+	    write(fd, "-1000", 5) == 5) {
+		buf[n] = '\0';
+		snprintf(oom_orig, sizeof oom_orig, "%s", buf);
+	}
+	close(fd);
+}
+
+/* Make, and join, this process's slot cgroup of controller i: 0, or -1. */
+static int
+slot_join(int i, char *why, size_t n)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	int parent = -1, fd = -1, procs = -1, rc = -1;
+
+	snprintf(name, sizeof name, "%s%ld-slot", CONTAIN_PREFIX, (long)getpid());
+	if (v1_dir(i, v1_ctl[i], dir, sizeof dir) < 0) {
+		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", v1_ctl[i]);
+		return -1;
+	}
+	if ((parent = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		sweep_once(&v1_dirs[i], parent);
+	if (parent >= 0 && (mkdirat(parent, name, 0755) == 0 || errno == EEXIST) &&
+	    (fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+	    (procs = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) >= 0 && write(procs, "0", 1) == 1)
+		rc = 0;
+	if (rc < 0)
+		snprintf(why, n, "cannot join cgroup '%.200s/%.100s': %s", dir, name, strerror(errno));
+	if (procs >= 0)
+		close(procs);
+	if (parent >= 0)
+		close(parent);
+	if (rc < 0 && fd >= 0)
+		close(fd);
+	if (rc == 0) {
+		slot[i].fd = fd;
+		if (i == 1)
+			oom_opt_out();
+	}
+	return rc;
+}
+
+/* Limit i in our slot cgroup: value for the guest, plus ourselves (one
+ * process; the few pages we allocate after joining). */
+static int
+limit_slot(int i, int64_t value, char *why, size_t n)
+{
+	int64_t total = value + (i == 0 ? 1 : 0);
+
+	if (slot[i].fd < 0 && slot_join(i, why, n) < 0)
+		return -1;
+	if (slot[i].value == total)
+		return 0;
+	if (write_value(slot[i].fd, v1_file[i], total) < 0) {
+		snprintf(why, n, "cannot set %s of our slot cgroup: %s", v1_file[i], strerror(errno));
+		slot[i].value = 0;
+		return -1;
+	}
+	slot[i].value = total;
 	return 0;
 }
 
@@ -364,12 +445,16 @@ contain_limit(struct contain *c, const char *name, const struct contain_limits *
 	char why[2][PATH_MAX + 128] = { "", "" };
 	int i;
 
-	if (!c->name[0] && snprintf(c->name, sizeof c->name, "%s%s", CONTAIN_PREFIX, name) >=
-	    (int)sizeof c->name)
+	if (!l->slot && !c->name[0] && snprintf(c->name, sizeof c->name, "%s%s", CONTAIN_PREFIX,
+	    name) >= (int)sizeof c->name)
 		return ek_fail(warn, EK_UNAVAILABLE, "cgroup name too long");
 	for (i = 0; i < 2; i++)
-		if (value[i] > 0 && (c->dir_fd < 0 || write_value(c->dir_fd, v2[i], value[i]) < 0))
-			limit_v1(c, i, value[i], why[i], sizeof why[i]);
+		if (value[i] > 0 && (c->dir_fd < 0 || write_value(c->dir_fd, v2[i], value[i]) < 0)) {
+			if (l->slot)
+				limit_slot(i, value[i], why[i], sizeof why[i]);
+			else
+				limit_v1(c, i, value[i], why[i], sizeof why[i]);
+		}
 	if (!why[0][0] && !why[1][0])
 		return 0;
 	return ek_fail(warn, EK_UNAVAILABLE, "%s%s%s", why[0], why[0][0] && why[1][0] ? "; " : "",
@@ -379,11 +464,15 @@ contain_limit(struct contain *c, const char *name, const struct contain_limits *
 void
 contain_child_join(const struct contain *c)
 {
-	int i;
+	int i, fd;
 
 	for (i = 0; c && i < 2; i++)
 		if (c->v1_procs[i] >= 0)
 			(void)!write(c->v1_procs[i], "0", 1);
+	if (oom_orig[0] && (fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) >= 0) {
+		(void)!write(fd, oom_orig, strlen(oom_orig));
+		close(fd);
+	}
 }
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)

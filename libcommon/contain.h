@@ -43,19 +43,29 @@ struct contain {
 struct contain_limits {
 	int64_t pids_max;            /* processes and threads at once */
 	int64_t memory_max;          /* bytes */
+	/* Where a limit's controller is only in a v1 hierarchy: set it in the
+	 * caller's own slot cgroup there, which the caller joins the first
+	 * time and stays in, so that every guest it starts is born in it.
+	 * Writing cgroup.procs takes a lock that waits for an RCU grace
+	 * period: paid once per supervisor, not once per guest.  The caller
+	 * counts in it (one more process; what it allocates after joining),
+	 * and opts out of the kernel's OOM killer where it may. */
+	bool slot;
 };
 #define CONTAIN_PIDS_MAX 1024             /* the defaults: doc/security.md */
 #define CONTAIN_MEMORY_MAX (2LL << 30)
 
 /* Apply l to c: in its cgroup v2 directory where the controller is
  * enabled there, else in a cgroup CONTAIN_PREFIX + name in the
- * controller's v1 hierarchy (the child joins it: contain_child_join).  0 every limit
+ * controller's v1 hierarchy (the child joins it: contain_child_join), or
+ * the caller's slot cgroup there (l->slot).  0 every limit
  * applied, or -1 (warn says which is not and why; the others are). */
 int contain_limit(struct contain *c, const char *name, const struct contain_limits *l,
     struct ek_err *warn);
 
-/* In the child, before it drops privileges: join c's v1 cgroups.  System
- * calls only. */
+/* In the child, before it drops privileges: join c's v1 cgroups, and take
+ * back the OOM score its supervisor gave up in a slot.  System calls
+ * only. */
 void contain_child_join(const struct contain *c);
 
 /* An empty c: no cgroup, no descriptor. */

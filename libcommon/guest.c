@@ -199,7 +199,7 @@ contain_prepare(const struct guest_spec *gs, struct guest *g)
 {
 	json_t *pids = json_object_get(gs->policy, "pids_max"), *mem = json_object_get(gs->policy, "memory_max");
 	struct contain_limits l = { pids ? json_integer_value(pids) : CONTAIN_PIDS_MAX,
-		mem ? json_integer_value(mem) : CONTAIN_MEMORY_MAX };
+		mem ? json_integer_value(mem) : CONTAIN_MEMORY_MAX, .slot = true };
 	char name[NAME_MAX + 1];
 	struct ek_err e = { 0 };
 

@@ -159,7 +159,7 @@ hook_spawn(struct state *st, struct pub *p, struct contain *cg, char *why, size_
 	snprintf(name, sizeof name, "%ld-hook-%s", (long)getpid(), p->run_id);
 	if (contain_cgroup_create(cg, name, &e) < 0)
 		ek_clear(&e);   /* its process group is killed all the same */
-	if (contain_limit(cg, name, &(struct contain_limits){ HOOK_PIDS_MAX, HOOK_MEMORY_MAX }, &e) < 0)
+	if (contain_limit(cg, name, &(struct contain_limits){ HOOK_PIDS_MAX, HOOK_MEMORY_MAX, false }, &e) < 0)
 		ek_clear(&e);
 	a.cg = cg;
 	p->pid = contain_spawn(cg, hook_child, &a, &e);

@@ -261,6 +261,37 @@ cgroup_probe() {
 	((n >= 1 && n < 50)) || fail "$n forked"
 }
 
+@test "where pids and memory are cgroup v1, a supervisor joins its slot cgroups once for a chain; each guest is born in them, killable by the OOM killer, and one guest's leftovers leave the next its whole bound" {
+	command -v strace >/dev/null || skip "no strace"
+	grep -q ' - cgroup cgroup .*pids' /proc/self/mountinfo || skip "no cgroup v1 pids hierarchy"
+	local nap="$BATS_TEST_TMPDIR/nap" f="$BATS_TEST_TMPDIR/forked"
+	local bomb="i=0; while [ \$i -lt 60 ]; do $nap 30 & echo \$! >>$f.1; i=\$((i+1)); done"
+	local ten="i=0; while [ \$i -lt 10 ]; do $nap 30 & echo \$! >>$f.2; i=\$((i+1)); done; cat /proc/self/cgroup /proc/self/oom_score_adj"
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec s1 /bin/sh "[\"-c\",\"$bomb\"]" '"policy":{"pids_max":20}')" \
+		"$(spec s2 /bin/sh "[\"-c\",\"$ten\"]" '"policy":{"pids_max":20}')" \
+		"$(spec s3 /bin/cat '["/proc/self/cgroup"]')"
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -y -e trace=write \
+		-o "$BATS_TEST_TMPDIR/trace" exec-run start --chain --slots 1 --wait >"$BATS_TEST_TMPDIR/out" 2>&1
+	run cat "$BATS_TEST_TMPDIR/out"
+	[[ "$output" != *"resource limits are not all set"* ]] || skip "${output##*set: }"
+	assert_output --partial "s1 exited"
+	assert_output --partial "s2 exited 0"
+	assert_output --partial "s3 exited 0"
+	# the bomb stopped at its bound; the next guest had all of it
+	(($(wc -l <"$f.1") < 20)) || fail "$(wc -l <"$f.1") forked under pids_max 20"
+	[ "$(wc -l <"$f.2")" = 10 ] || fail "the second guest forked $(wc -l <"$f.2") of 10"
+	# three guests, and each v1 controller's cgroup.procs written once: by
+	# the supervisor joining its slot, never for a guest
+	run grep -c 'cgroup.procs>, "0"' "$BATS_TEST_TMPDIR/trace"
+	[ "$output" -le 2 ] || fail "$(grep 'cgroup.procs>' "$BATS_TEST_TMPDIR/trace")"
+	grep -q 'pids:/.*execkit-[0-9]*-slot$' "$EXEC_STATE_DIR/out/s2.stdout" || fail "$(cat "$EXEC_STATE_DIR/out/s2.stdout")"
+	grep -q 'pids:/.*execkit-[0-9]*-slot$' "$EXEC_STATE_DIR/out/s3.stdout" || fail "$(cat "$EXEC_STATE_DIR/out/s3.stdout")"
+	# the guest may be chosen by the OOM killer, whatever its supervisor's score
+	[ "$(tail -n 1 "$EXEC_STATE_DIR/out/s2.stdout")" = 0 ]
+}
+
 @test "a run's cgroup bounds its memory (policy memory_max): 64 MiB in a 16 MiB run is killed; the default lets it be" {
 	command -v python3 >/dev/null || skip "no python3"
 	local alloc="x = b'x' * (64 << 20); print(len(x))"
