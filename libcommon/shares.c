@@ -447,6 +447,44 @@ publish_files(const struct state *st, struct pub *pubs, size_t n, const char *se
 	return rc;
 }
 
+/* Whether any of dims (JSON array text) has a capacity: 1, 0, or -1 (e). */
+static int
+dims_limited(struct state *st, const char *dimtext, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT EXISTS (SELECT 1 FROM share_dims WHERE "
+	    "capacity IS NOT NULL AND dimension IN (SELECT value FROM json_each(?1)))", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, dimtext);
+	if ((rc = db_step(&st->db, q, e)) == 1)
+		rc = sqlite3_column_int(q, 0) != 0;
+	db_done(&st->db, q);
+	return rc;
+}
+
+/* A run that joins or leaves dimensions none of which has a capacity
+ * changes no one's share, its own included (unlimited): there is nothing
+ * to publish, and no limits file to write (its absence says "no limit";
+ * doc/shares.md).  Its membership is committed before this read, so a
+ * capacity set after it reaches the run through that publisher.  One that
+ * already has a file (a capacity was set and then lifted) has it brought
+ * up to date, or removed when it leaves. */
+static bool
+nothing_to_publish(struct state *st, const char *dimtext, const char *self, bool leaving)
+{
+	char name[RUN_ID_MAX + 16];
+	struct ek_err e = { 0 };
+
+	if (!self || snprintf(name, sizeof name, "%s.limits", self) >= (int)sizeof name ||
+	    dims_limited(st, dimtext, &e) != 0)
+		return false;   /* an error takes the full path, which says it */
+	if (leaving)
+		return unlinkat(st->out_fd, name, 0) == 0 || errno == ENOENT;
+	return faccessat(st->out_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+}
+
 /* Bring the limits files of every member of dims (a JSON array) up to
  * date and run their hooks (except self's).  leaving: self has left; its
  * file is removed under the same lock. */
@@ -462,6 +500,10 @@ publish(struct state *st, json_t *dims, const char *self, bool leaving, struct s
 
 	if (!dimtext)
 		return ek_fail(e, EK_OSERR, "out of memory");
+	if (nothing_to_publish(st, dimtext, self, leaving)) {
+		free(dimtext);
+		return 0;
+	}
 	if ((lock = lock_limits(st, e)) < 0)
 		goto out;
 	/* A capacity change (no self) touches every member of its dimension. */

@@ -43,10 +43,20 @@ want_generation() {
 		WHERE m.run_id = '$1'"
 }
 
-# current RUN...: every RUN's limits file reflects the newest committed state.
+# limited RUN: one of RUN's dimensions has a capacity.
+limited() {
+	[ "$(sql "SELECT count(*) FROM share_members m JOIN share_dims d ON d.dimension = m.dimension
+		WHERE m.run_id = '$1' AND d.capacity IS NOT NULL")" != 0 ]
+}
+
+# current RUN...: every RUN's limits file reflects the newest committed
+# state; a run no capacity applies to may have none (doc/shares.md).
 current() {
 	local r
 	for r in "$@"; do
+		if [ ! -e "$EXEC_STATE_DIR/out/$r.limits" ] && ! limited "$r"; then
+			continue
+		fi
 		[ -s "$EXEC_STATE_DIR/out/$r.limits" ] || return 1
 		[ "$(lim "$r" '$.generation')" = "$(want_generation "$r")" ] || return 1
 	done
@@ -60,7 +70,7 @@ start_runs() {
 	exec-run start --slots 32 >/dev/null 3>&-
 	for s in "$@"; do
 		ids+=("$(jget "$s" '$.run_id')")
-		wait_until "[ -s '$EXEC_STATE_DIR/out/${ids[-1]}.limits' ]"
+		wait_until "[ -n \"\$(sql \"SELECT guest_pid FROM runs WHERE run_id = '${ids[-1]}'\")\" ]"
 	done
 	wait_until 'current $(sql "SELECT DISTINCT run_id FROM share_members")'
 
@@ -308,6 +318,19 @@ sums_ok() {
 	run admin GET /admin/runs/nl
 	assert_output --partial "not run: its limits file could not be written"
 	[ "$(sql "SELECT count(*) FROM share_members") $(sql "SELECT count(*) FROM runs")" = "0 0" ]
+}
+
+@test "a run no capacity applies to makes no limits file, and its guest none; a capacity set while it runs gives it one at once" {
+	local wait="i=0; while [ ! -s \\\"\$EXEC_LIMITS_FILE\\\" ] && [ \$i -lt $((WAIT_S * 20)) ]; do sleep 0.05; i=\$((i+1)); done"
+	start_runs "$(spec q1 /bin/sh "[\"-c\",\"$wait; cat \\\"\$EXEC_LIMITS_FILE\\\" >$BATS_TEST_TMPDIR/seen; exec sleep 3600\"]")"
+	[ ! -e "$EXEC_STATE_DIR/out/q1.limits" ]
+	run ls "$EXEC_STATE_DIR/out"
+	refute_output --partial q1.limits
+	[ ! -e "$BATS_TEST_TMPDIR/seen" ]
+	exec-shares capacity set executor 500 >/dev/null 3>&-
+	wait_until "[ -s '$BATS_TEST_TMPDIR/seen' ]"
+	[ "$(jget "$(cat "$BATS_TEST_TMPDIR/seen")" '$.executor_bps')" = 500 ]
+	[ "$(lim q1 '$.executor_bps')" = 500 ]
 }
 
 @test "a hanging hook is killed after its bound and does not fail the change" {
