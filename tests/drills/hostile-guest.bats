@@ -107,6 +107,7 @@ state_intact() {
 	write_hostile
 	start_dispatcher
 	open_session
+	exec-shares capacity set executor 1000 >/dev/null   # so that it has a limits file
 	cred=$(val "SELECT credential FROM sessions WHERE status = 'current'")
 	size=$(stat -c %s "$EXEC_STATE_DIR/state.db")
 	run_hostile h1
@@ -223,8 +224,9 @@ state_intact() {
 	start_dispatcher
 	open_session
 	exec-run start --wait >/dev/null
+	exec-shares capacity set executor 1000 >/dev/null   # so that a run takes the lock
 	for f in supervisors.log limits.lock k1.notify; do
-		ln -s ../state.db "$EXEC_STATE_DIR/out/$f"
+		ln -sfn ../state.db "$EXEC_STATE_DIR/out/$f"
 	done
 	size=$(stat -c %s "$EXEC_STATE_DIR/state.db")
 	# a detached start: its supervisor would log through out/supervisors.log
@@ -313,6 +315,7 @@ EOF
 	write_hostile
 	start_dispatcher
 	open_session
+	exec-shares capacity set executor 1000 >/dev/null   # so that it has a limits file
 	run_hostile u1 --guest-user nobody
 	out=$EXEC_STATE_DIR/out/u1.stdout
 	run succeeded u1
