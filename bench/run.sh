@@ -569,9 +569,9 @@ loop_syncs() {
 	submit_runs strace "$n"
 	EXEC_STATE_DIR=$s/state "$B/exec-accept" --from-dispatcher --prefetch "$n" >/dev/null ||
 		die "exec-accept for the strace runs failed"
-	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync,pwrite64,fcntl -o "$s/trace" \
+	EXEC_STATE_DIR=$s/state strace -f -y -e trace=execve,fdatasync,fsync,pwrite64,fcntl,openat,mkdirat,mkdir -o "$s/trace" \
 		"$B/exec-run" start --confirmed --chain --slots 4 --wait >/dev/null || die "exec-run start under strace failed"
-	read -r db_syncs all_syncs commits ckpt_syncs starter_syncs < <(awk -v n="$n" '
+	read -r db_syncs all_syncs commits ckpt_syncs starter_syncs txns files < <(awk -v n="$n" '
 		$2 ~ /^execve\(/ { if (!starter) starter = $1; next }
 		$2 ~ /sync\(/ { all++ }
 		$2 ~ /sync\([0-9]+<[^>]*\/state\.db(-wal)?>/ {
@@ -584,7 +584,12 @@ loop_syncs() {
 		# a commit frame written since the process last synced (not a
 		# new WAL header: 32 bytes at offset 0)
 		$2 ~ /^pwrite64\([0-9]+<[^>]*\/state\.db-wal>/ && $0 !~ /, 32, 0( <unfinished|\))/ { wrote[$1] = 1 }
-		END { printf "%.2f %.2f %.2f %.2f %.2f\n", db / n, all / n, commits / n, ckpt / n, own / n }' "$s/trace")
+		# a write transaction takes the WAL write lock (byte 120 of the -shm)
+		$1 != starter && $0 ~ /fcntl\([0-9]+<[^>]*\/state\.db-shm>, F_SETLKW?, \{l_type=F_WRLCK, l_whence=SEEK_SET, l_start=120,/ { txns++ }
+		# a file or directory made in the state, but the database own files
+		$1 != starter && $0 ~ /^[0-9]+ +(openat\(.*O_CREAT|mkdirat?\()/ && $0 ~ /\/state[\/>"]/ &&
+			$0 !~ /state\.db(-wal|-shm|-writers)?[>"]/ && $0 !~ /limits\.lock/ && $0 !~ /= -1 / { files++ }
+		END { printf "%.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", db / n, all / n, commits / n, ckpt / n, own / n, txns / n, files / n }' "$s/trace")
 }
 
 # Latency of an idle loop: one run submitted (program /bin/sleep 0.3, so
@@ -683,6 +688,8 @@ bench_loop_e2e() {
 	row "loop-e2e: supervisor fsync+fdatasync per run, state db+WAL (all files)" "$db_syncs ($all_syncs)" "0" "-" "-"
 	row "loop-e2e: of those, supervisors' durable commits per run" "$commits" "0" "-" "<= 3"
 	row "loop-e2e: of those, checkpoints' and new WAL headers' syncs; the starter's, per run" "$ckpt_syncs; $starter_syncs" "0" "-" "-"
+	row "loop-e2e: supervisors' write transactions per run (durable or not)" "$txns" "0" "-" "-"
+	row "loop-e2e: files and directories a run makes in the state (no output, no capacity)" "$files" "0" "-" "0"
 	loop_latency
 	row "loop-e2e: idle loop (default --tick 1), submit -> start marker" "$(median "$d/latency.ms") ms" "-" "-" "<= 50 ms"
 }

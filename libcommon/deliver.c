@@ -9,6 +9,7 @@
 #include "deliver.h"
 #include "jsonout.h"
 #include "proc.h"
+#include "runs.h"
 #include "session.h"
 #include "text.h"
 
@@ -307,7 +308,20 @@ claim_one(struct batch *b, struct job *j, int64_t until, bool *released, struct 
 	return 0;
 }
 
-/* One transaction claiming every deliverable result; the number claimed. */
+/* Count an attempt of j, about to be sent (caller's write transaction). */
+static int
+count_one(struct batch *b, struct job *j, struct ek_err *e)
+{
+	if (result_count_in(b->st, j->run_id, 1, e) < 0)
+		return -1;
+	j->counted = true;
+	j->sent = false;
+	return 0;
+}
+
+/* One transaction claiming every deliverable result and counting its
+ * first attempt (the first round's count: one commit, not two); the
+ * number claimed. */
 static int
 claim_all(struct batch *b, struct ek_err *e)
 {
@@ -318,7 +332,8 @@ claim_all(struct batch *b, struct ek_err *e)
 	if (db_begin_write(&b->st->db, e) < 0)
 		return -1;
 	for (i = 0; i < b->n; i++) {
-		if (claim_one(b, &b->jobs[i], until, &released, e) < 0) {
+		if (claim_one(b, &b->jobs[i], until, &released, e) < 0 ||
+		    (b->jobs[i].claimed && count_one(b, &b->jobs[i], e) < 0)) {
 			db_rollback(&b->st->db);
 			return -1;
 		}
@@ -330,28 +345,32 @@ claim_all(struct batch *b, struct ek_err *e)
 	}
 	if (db_commit(&b->st->db, e) < 0)
 		return -1;
-	if (claimed > 0)
+	if (claimed > 0) {
 		crash_point("claimed");
+		crash_point("attempt-counted");
+	}
 	return claimed;
 }
 
+/* Count the attempts of a later round, in one transaction (none when the
+ * claim counted them already). */
 static int
 count_round(struct batch *b, struct ek_err *e)
 {
 	struct job *j;
-	int i;
+	int i, n = 0;
 
+	for (i = 0; i < b->n; i++)
+		n += !b->jobs[i].done && !b->jobs[i].counted;
+	if (n == 0)
+		return 0;
 	if (db_begin_write(&b->st->db, e) < 0)
 		return -1;
 	for (i = 0; i < b->n; i++) {
-		if ((j = &b->jobs[i])->done)
-			continue;
-		if (result_count_in(b->st, j->run_id, 1, e) < 0) {
+		if (!(j = &b->jobs[i])->done && !j->counted && count_one(b, j, e) < 0) {
 			db_rollback(&b->st->db);
 			return -1;
 		}
-		j->counted = true;
-		j->sent = false;
 	}
 	if (db_commit(&b->st->db, e) < 0)
 		return -1;
@@ -436,15 +455,19 @@ settle_one(struct batch *b, struct job *j, struct ek_err *e)
 	snprintf(rep->detail, sizeof rep->detail, "%s", v->diag);
 	j->done = v->cls != DC_TRANSIENT;
 	switch (v->cls) {
+	/* Settled for good: its execution row (a supervisor's, still there
+	 * until it goes on) goes in the same commit, not one more. */
 	case DC_ACKED:
 		rep->status = DELIVERED;
 		rep->record_id = v->record_id;
 		j->claimed = false;   /* the row, and its claim, are gone */
-		return result_ack_in(b->st, j->run_id, v->record_id, e);
+		return result_ack_in(b->st, j->run_id, v->record_id, e) < 0 ? -1 :
+		    run_delete_in(b->st, j->run_id, e);
 	case DC_REFUSED:
 		rep->status = DELIVER_REFUSED;
 		snprintf(rep->detail, sizeof rep->detail, "refused (%s): %s", v->cause, v->diag);
-		return result_note_in(b->st, j->run_id, v->cause, v->diag, e);
+		return result_note_in(b->st, j->run_id, v->cause, v->diag, e) < 0 ? -1 :
+		    run_delete_in(b->st, j->run_id, e);
 	case DC_SESSION_OVER:
 		rep->status = DELIVER_SESSION_OVER;
 		if (result_note_in(b->st, j->run_id, NULL, v->diag, e) < 0)

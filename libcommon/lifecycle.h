@@ -36,12 +36,15 @@
  *                                                   of two cancels, the one that chooses second
  *                                                   finds the row or its receipt and loses)
  *   started     unknown     run_sweep()             (supervisor gone, no result)
- *   result      —           claim_all()             claimed
- *   result      —           count_round()           attempt-counted
+ *   result      —           claim_all()             claimed / attempt-counted (the first
+ *                                                   round's count in the claim's commit)
+ *   result      —           count_round()           attempt-counted (a later round's)
  *   result      —           send_one()              request-sent
  *   result      receipt     settle_round()          acked-before-release / after-release
  *   result      refused     settle_round()          refusal-before-evidence
- *   run row     deleted     run_delete()            after-report
+ *   run row     deleted     settle_round()          acked-before-release / refusal-before-
+ *                                                   evidence (settled for good: in its commit)
+ *   run row     deleted     run_delete()            after-report (where the settle did not)
  *   refused/orphaned  gone  evidence_export()       export-chunk (after each chunk: its rows
  *                                                   are in the synced file, then deleted)
  *   receipt     gone        receipts_prune()        prune-chunk (after each chunk)

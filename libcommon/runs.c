@@ -402,21 +402,48 @@ run_commits(struct state *st, enum run_commits how, struct ek_err *e)
 }
 
 int
-run_delete(struct state *st, const char *run_id, struct ek_err *e)
+run_delete_in(struct state *st, const char *run_id, struct ek_err *e)
 {
-	sqlite3_stmt *q;
-
-	if (db_begin_write(&st->db, e) < 0)
-		return -1;
-	q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state <> 'unknown' "
+	sqlite3_stmt *q = db_prep(&st->db, "DELETE FROM runs WHERE run_id = ?1 AND state <> 'unknown' "
 	    "AND (EXISTS (SELECT 1 FROM results WHERE run_id = ?1) "
 	    "OR EXISTS (SELECT 1 FROM receipts WHERE run_id = ?1))", e);
-	if (!q) {
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	return db_exec_stmt(&st->db, q, e);
+}
+
+/* Is there an execution row of run_id?  1, 0, or -1 (e filled). */
+static int
+run_exists(struct state *st, const char *run_id, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(&st->db, "SELECT 1 FROM runs WHERE run_id = ?1", e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_text(q, 1, run_id);
+	rc = db_step(&st->db, q, e);
+	db_done(&st->db, q);
+	return rc;
+}
+
+int
+run_delete(struct state *st, const char *run_id, struct ek_err *e)
+{
+	int rc = run_exists(st, run_id, e);
+
+	/* Most often its settle has deleted it already: no write then. */
+	if (rc <= 0)
+		return rc;
+	if (db_begin_write(&st->db, e) < 0)
+		return -1;
+	if (run_delete_in(st, run_id, e) < 0) {
 		db_rollback(&st->db);
 		return -1;
 	}
-	db_bind_text(q, 1, run_id);
-	return db_commit_stmt(&st->db, q, e) < 0 ? -1 : 0;
+	return db_commit(&st->db, e);
 }
 
 int

@@ -98,7 +98,11 @@ int run_set_guest(struct state *st, const char *run_id, pid_t guest, struct ek_e
 enum run_commits { RUN_DURABLE, RUN_LAZY };
 int run_commits(struct state *st, enum run_commits how, struct ek_err *e);
 
-/* Delete the execution row of a run that has a result. */
+/* Delete the execution row of a run that has a result or a receipt (not
+ * an unknown one): 0, or -1 (e filled).  run_delete_in() inside the
+ * caller's write transaction; run_delete() in its own, none when the row
+ * is gone already. */
+int run_delete_in(struct state *st, const char *run_id, struct ek_err *e);
 int run_delete(struct state *st, const char *run_id, struct ek_err *e);
 
 /* Due queued runs of b, oldest first, up to limit: fn(run_id) per row. */
