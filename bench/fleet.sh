@@ -108,14 +108,18 @@ done
 loop=$B/exec-loop
 [ -x "$loop" ] || loop=$top/cmd/exec-loop
 
-if "$loop" --help 2>/dev/null | grep -q -- '--jitter-ms'; then
+# (read whole, not piped into grep -q: under pipefail, a writer cut off by
+# grep's early exit would fail the test)
+loop_help=$("$loop" --help 2>/dev/null) || loop_help=
+if [[ $loop_help == *--jitter-ms* ]]; then
 	jitter_note="--jitter-ms $JITTER (both runs)"
 else
 	jitter_note="none: this exec-loop has no --jitter-ms yet (runs without it)"
 	say "note: $loop --help lists no --jitter-ms: both runs go without first-pass jitter"
 	JITTER=
 fi
-"$B/exec-dispatcher" --help | grep -q -- '--gate' ||
+disp_help=$("$B/exec-dispatcher" --help 2>/dev/null) || disp_help=
+[[ $disp_help == *--gate* ]] ||
 	die "this exec-dispatcher has no --gate (the adaptive limit): build a newer one"
 
 # The fleet's own CPU: this script moves itself into a cgroup v2 of its own

@@ -7,8 +7,14 @@
 load helpers
 load doclib   # TOOLS, and what --help, the man page and the completion say
 
-@test "--help prints usage on stdout, nothing on stderr, exit 0" {
+@test "--help prints usage on stdout, nothing on stderr, exit 0, in an empty environment too" {
+	local keep=()   # a sanitized build's settings, nothing of execkit's
+	[ -z "${ASAN_OPTIONS:-}" ] || keep+=("ASAN_OPTIONS=$ASAN_OPTIONS")
+	[ -z "${UBSAN_OPTIONS:-}" ] || keep+=("UBSAN_OPTIONS=$UBSAN_OPTIONS")
 	for t in $TOOLS; do
+		run --separate-stderr env -i PATH="$PATH" "${keep[@]}" "$t" --help
+		assert_success
+		[[ "$output" == *"Usage: $t"* ]] || fail "$t --help in an empty environment: no usage line: $stderr"
 		run --separate-stderr "$t" --help
 		assert_success
 		[[ "$output" == *"Usage: $t"* ]] || fail "$t --help: no usage line"
