@@ -491,7 +491,7 @@ h_stats(struct req *rq)
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
 	    "result", (json_int_t)st.by_kind[RK_RESULT], "admin", (json_int_t)st.by_kind[RK_ADMIN],
-	    "other", (json_int_t)st.by_kind[RK_OTHER],
+	    "other", (json_int_t)(st.by_kind[RK_OTHER] + st.by_kind[RK_CLOSE]),
 	    "max_in_flight", (json_int_t)st.max_in_flight, "requests", (json_int_t)st.requests,
 	    "gated_429", (json_int_t)st.gated_429, "gated_rate", (json_int_t)st.gated_rate,
 	    "retry_after_max", (json_int_t)st.retry_after_max, "paced", (json_int_t)st.paced,

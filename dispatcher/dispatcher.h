@@ -166,7 +166,7 @@ extern struct dispatcher dsp;
 
 /* What a request is, for the counters: the classes an operator of a fleet
  * tells apart (the executors' heartbeats, feeds and reports, the rest). */
-enum req_kind { RK_HEARTBEAT, RK_NEGOTIATE, RK_FEED, RK_RESULT, RK_ADMIN, RK_OTHER, RK_KINDS };
+enum req_kind { RK_HEARTBEAT, RK_NEGOTIATE, RK_FEED, RK_RESULT, RK_ADMIN, RK_CLOSE, RK_OTHER, RK_KINDS };
 
 struct http_stats {
 	int64_t by_kind[RK_KINDS];       /* requests since start, by enum req_kind */
@@ -203,6 +203,9 @@ int64_t gate_now_us(void);
 void gate_sample(int64_t rtt_us, int64_t in_flight);
 /* How many requests the gate lets in flight now. */
 int64_t gate_limit(void);
+/* Requests a second limit places in flight let through at the latency
+ * last measured (limit / the last window's median): 0 before any measure. */
+int64_t gate_rate(int64_t limit);
 void gate_read(struct gate_stats *out);
 
 /* ---- faults.c ------------------------------------------------------- */

@@ -148,6 +148,18 @@ gate_limit(void)
 	return limit;
 }
 
+int64_t
+gate_rate(int64_t limit)
+{
+	int64_t rate;
+
+	pthread_mutex_lock(&g.mu);
+	gate_init(gate_now_us() / 1000);
+	rate = g.sample_rtt_us > 0 ? (int64_t)((double)limit * 1e6 / (double)g.sample_rtt_us) : 0;
+	pthread_mutex_unlock(&g.mu);
+	return rate;
+}
+
 void
 gate_read(struct gate_stats *out)
 {

@@ -308,6 +308,9 @@ req_kind(const struct req *rq)
 		return RK_RESULT;
 	if (post && strcmp(rq->path, "/v1/sessions") == 0)
 		return RK_NEGOTIATE;
+	if (strcmp(rq->method, "DELETE") == 0 && strncmp(rq->path, "/v1/sessions/", 13) == 0 &&
+	    !strchr(rq->path + 13, '/'))
+		return RK_CLOSE;
 	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && post && n > 10 &&
 	    strcmp(rq->path + n - 10, "/heartbeat") == 0)
 		return RK_HEARTBEAT;
@@ -320,7 +323,9 @@ req_kind(const struct req *rq)
 static bool
 gate_exempt(const struct req *rq)
 {
-	return rq->kind == RK_ADMIN || rq->kind == RK_NEGOTIATE || rq->kind == RK_HEARTBEAT;
+	/* a session's close only lightens the load: never turned away */
+	return rq->kind == RK_ADMIN || rq->kind == RK_NEGOTIATE || rq->kind == RK_HEARTBEAT ||
+	    rq->kind == RK_CLOSE;
 }
 
 /* Raise *high to v if v is higher (a running maximum). */
@@ -376,17 +381,25 @@ gate_advance(int64_t now)
 /*
  * The Retry-After of a refused request (under gate.mu): --retry-after plus
  * a random 0..spread seconds, the spread being the time the gate needs to
- * admit what it refused in the last two windows at its rate (--max-rate,
- * else what it admitted in the last window).  Refused executors come back
- * spread over the backlog the gate sees, not all a second later.
+ * admit what it refused in the last two windows at its rate.  Refused
+ * executors come back spread over the backlog the gate sees, not all a
+ * second later.  The rate: --max-rate, else the most of what it admitted
+ * in a window and what its limit lets through at the latency measured
+ * (gate.c).  The admitted count alone undercounts at the start of a window
+ * or after a quiet one: 54 s was told that way to a fleet the dispatcher
+ * could have taken back in one.
  */
 static int
-gate_retry_after(void)
+gate_retry_after(int64_t limit)
 {
-	int64_t refused = gate.refused[0] + gate.refused[1];
+	int64_t refused = gate.refused[0] + gate.refused[1], through = gate_rate(limit);
 	int64_t rate = dsp.cfg.max_rate > 0 ? dsp.cfg.max_rate :
 	    gate.admitted[1] > gate.admitted[0] ? gate.admitted[1] : gate.admitted[0];
-	int64_t spread = (refused + (rate > 0 ? rate : 1) - 1) / (rate > 0 ? rate : 1);
+	int64_t spread;
+
+	if (dsp.cfg.max_rate <= 0 && through > rate)
+		rate = through;
+	spread = (refused + (rate > 0 ? rate : 1) - 1) / (rate > 0 ? rate : 1);
 
 	if (spread > SPREAD_MAX_S)
 		spread = SPREAD_MAX_S;
@@ -431,7 +444,7 @@ gate_closed(struct req *rq, int64_t *turn_ms)
 		return false;
 	}
 	gate.refused[0]++;
-	rq->retry_after_s = gate_retry_after();
+	rq->retry_after_s = gate_retry_after(limit);
 	pthread_mutex_unlock(&gate.mu);
 	atomic_fetch_add(&stats.gated_429, 1);
 	if (fast)

@@ -883,6 +883,42 @@ paced_flood() {
 	[[ $status -eq 64 ]]
 }
 
+@test "the adaptive gate's Retry-After follows what it takes through, not a window's count: a fast dispatcher sends a refused fleet away for a second or two; a session's close is never refused" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/g"
+	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 1
+	negotiate
+	local i
+	take $(seq -f 'a%g' 12)
+	for i in $(seq 10); do   # latency samples for the gate: results answered at once
+		api POST /v1/results "$(result_body "a$i")" "$CRED"
+		[[ $code == 200 ]] || fail "a$i: $code $body"
+	done
+	api POST /admin/faults '{"kind":"hang","delay_ms":3600000,"count":1}'
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	result_body a11 >"$BATS_TEST_TMPDIR/res11"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary @"$BATS_TEST_TMPDIR/res11" "$DISP_URL/v1/results" 2>/dev/null &
+	wait_until 'api GET /admin/stats; [[ $(num in_flight) -ge 2 ]]'   # the held one + this read
+	result_body a12 >"$BATS_TEST_TMPDIR/res12"
+	local urls=()
+	for i in $(seq 40); do urls+=(-o /dev/null --data-binary @"$BATS_TEST_TMPDIR/res12" "$DISP_URL/v1/results"); done
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -D "$BATS_TEST_TMPDIR/heads" \
+		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
+	[[ $(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads") == 40 ]]
+	api GET /admin/stats
+	local rtt=$(num sample_rtt_us) most
+	[[ $rtt -gt 0 ]] || fail "no latency measured: $body"
+	# 1 + 0..spread, the spread being 40 refused at one place in flight that
+	# answers in rtt: the window's count (1 admitted) would have said 40 s
+	most=$(sed -n 's/^Retry-After: \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/heads" | sort -n | tail -n 1)
+	[[ $most -le $((1 + (40 * rtt + 999999) / 1000000)) ]] || fail "Retry-After $most with a latency of $rtt us"
+	# the gate is full, yet the session's close goes through
+	api DELETE "/v1/sessions/$SID" "" "$CRED"
+	[[ $code == 200 ]] || fail "close: $code $body"
+	kill %1 2>/dev/null || true
+}
+
 @test "the gate's Retry-After spreads: with many refused, not every executor is told the least" {
 	gated_flood 60 1
 	# past the first refusal the spread is at least 1 s: 1 + 0..spread, random;
