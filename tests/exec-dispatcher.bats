@@ -907,7 +907,8 @@ paced_flood() {
 		-H @"$BATS_TEST_TMPDIR/auth" "${urls[@]}" || fail "curl failed"
 	[[ $(grep -c '^HTTP/1.1 429' "$BATS_TEST_TMPDIR/heads") == 40 ]]
 	api GET /admin/stats
-	local rtt=$(num sample_rtt_us) most
+	local rtt most
+	rtt=$(num sample_rtt_us)
 	[[ $rtt -gt 0 ]] || fail "no latency measured: $body"
 	# 1 + 0..spread, the spread being 40 refused at one place in flight that
 	# answers in rtt: the window's count (1 admitted) would have said 40 s
