@@ -111,7 +111,7 @@ workload() {
 	j lookup exec-inspect lookup nope --session "$WORKLOAD_SID" --json    # ABSENT
 	j summary exec-inspect summary --json
 	local kind id
-	for kind in quarantined unknown retained refused orphaned queued running receipts; do
+	for kind in quarantined unknown retained refused orphaned queued running receipts all; do
 		j "list_$kind" exec-inspect list "$kind" --json
 	done
 	for id in q-old u1 k-old ref1 ok1 q-new s2; do
