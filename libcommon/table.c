@@ -175,8 +175,9 @@ column_index(const struct table *t, const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < t->ncols; i++)
-		if (strlen(t->names[i]) == len && strncasecmp(t->names[i], name, len) == 0)
+	for (i = 0; i < t->ncols; i++)   /* the name, or the heading it is printed under */
+		if ((strlen(t->names[i]) == len && strncasecmp(t->names[i], name, len) == 0) ||
+		    (strlen(t->heads[i]) == len && strncasecmp(t->heads[i], name, len) == 0))
 			break;
 	return i;
 }
