@@ -84,6 +84,11 @@ echo
 echo "== what the executor kept: a receipt per acknowledged result (exec-inspect list receipts)"
 exec-inspect list receipts
 echo
+echo "== every run in one view, and those that failed (exec-inspect list all [--failed])"
+exec-inspect list all -o run_id,state,program,outcome,exit_code,duration
+exec-inspect list all --failed --ids | tr '\n' ' '
+echo
+echo
 echo "== the startup report, as a restarted executor would print it (exec-session report)"
 exec-session report
 echo
