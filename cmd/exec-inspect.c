@@ -52,7 +52,7 @@
 static const char PROG[] = EXEC_INSPECT_PROG;
 
 enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, OPT_SINCE,
-	OPT_OUTCOME, OPT_STDERR, OPT_NO_HEADINGS, OPT_LIMIT, OPT_REVERSE, OPT_NUL = '0',
+	OPT_OUTCOME, OPT_STDERR, OPT_NO_HEADINGS, OPT_LIMIT, OPT_REVERSE, OPT_FAILED, OPT_NUL = '0',
 	OPT_COLUMNS = 'o', OPT_FOLLOW = 'f', OPT_WIDE = 'w' };
 
 static const struct option options[] = {
@@ -73,6 +73,7 @@ static const struct option options[] = {
 	{ "no-headings", no_argument, NULL, OPT_NO_HEADINGS },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "reverse", no_argument, NULL, OPT_REVERSE },
+	{ "failed", no_argument, NULL, OPT_FAILED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -99,10 +100,11 @@ static const char USAGE[] =
 	"  list KIND      one line per item; KIND is quarantined (runs of other\n"
 	"                 bindings), unknown, retained (results not refused), refused,\n"
 	"                 orphaned (retained under a session that is not current),\n"
-	"                 queued, running (of the current session) or receipts; a\n"
-	"                 table sized to its content and cut to the terminal's width\n"
-	"                 (-w: whole); FILTER is --since AGE, --outcome OUTCOME,\n"
-	"                 --session SID\n"
+	"                 queued, running (of the current session), receipts, or all\n"
+	"                 (every accepted run, one row each: its state, program,\n"
+	"                 elapsed time or duration); a table sized to its content and\n"
+	"                 cut to the terminal's width (-w: whole); FILTER is --since\n"
+	"                 AGE, --outcome OUTCOME, --failed, --session SID\n"
 	"  show RUN_ID    a run's story (program, args, env names, cwd, timeout,\n"
 	"                 binding, times, outcome, message, whether output was cut,\n"
 	"                 delivery, where the evidence went, hand-back, output files),\n"
@@ -137,9 +139,11 @@ static const char USAGE[] =
 	"      --reverse          list: newest first (with --limit N: the newest N)\n"
 	"      --since AGE        list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
 	"                         the time the list is ordered by)\n"
-	"      --outcome OUTCOME  list retained, refused, orphaned, receipts: rows of\n"
-	"                         that outcome (exited, killed, timeout, cancelled,\n"
+	"      --outcome OUTCOME  list retained, refused, orphaned, receipts, all: rows\n"
+	"                         of that outcome (exited, killed, timeout, cancelled,\n"
 	"                         exec_failed)\n"
+	"      --failed           list retained, refused, orphaned, receipts, all: runs\n"
+	"                         that failed (not exited 0, not cancelled; or unknown)\n"
 	"      --session SID      lookup: the current session the caller holds;\n"
 	"                         list: rows bound to session SID\n"
 	"      --stderr           logs: the standard error instead\n"
@@ -418,39 +422,6 @@ relay_elsewhere(char **argv, struct ek_err *e)
 }
 #endif /* RELAY_HELPER */
 
-/* --- summary ------------------------------------------------------------------- */
-
-static int
-cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
-{
-	struct inspect_figures f;
-	const struct summary *s = &f.s;
-	char w[48], when[64], age[32];
-	json_t *j;
-
-	if (inspect_figures(st, &f, e) < 0)
-		return -1;
-	if (o->json) {
-		if (!(j = summary_json(s)) ||
-		    json_object_set_new(j, "unreconciled_attempts", json_integer(f.s.attempts)) < 0 ||
-		    json_object_set_new(j, "output", json_pack("{s:I, s:I}", "files",
-		    (json_int_t)f.output_files, "bytes", (json_int_t)f.output_bytes)) < 0) {
-			json_decref(j);
-			return ek_fail(e, EK_OSERR, "out of memory");
-		}
-		json_emit(stdout, j);
-		return 0;
-	}
-	summary_print(stdout, s);
-	printf("output: %s, %lld bytes\n", cli_plural(w, sizeof w, f.output_files, "file"),
-	    (long long)f.output_bytes);
-	if (s->oldest_unreconciled_ms)
-		printf("oldest unreconciled result: chosen %s, %s ago\n",
-		    timefmt_when(when, sizeof when, s->oldest_unreconciled_ms),
-		    timefmt_elapsed(age, sizeof age, f.read_at_ms - s->oldest_unreconciled_ms));
-	return 0;
-}
-
 /* --- metrics ---------------------------------------------------------------------- */
 
 /* The figures as Prometheus text: on stdout, or replacing --output FILE. */
@@ -596,7 +567,7 @@ check_operands(int argc, char **argv, struct opts *o)
 	optind++;
 	if (o->cmd->run == cmd_list && optind < argc && !list_kind_known(argv[optind]))
 		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
-		    "orphaned, queued, running or receipts)", argv[optind]);
+		    "orphaned, queued, running, receipts or all)", argv[optind]);
 	if (o->cmd->operand && optind == argc)
 		return cli_usage_error(PROG, "%s needs a %s", o->cmd->name, o->cmd->operand);
 	o->arg = o->cmd->operand ? argv[optind++] : NULL;
@@ -619,11 +590,12 @@ check_options(const struct opts *o)
 
 	if (o->session && !list && o->cmd->run != cmd_lookup)
 		return cli_usage_error(PROG, "--session goes with lookup and list only");
-	if ((o->columns || o->since_ms >= 0 || o->outcome) && !list)
-		return cli_usage_error(PROG, "-o, --since and --outcome go with list only");
-	if (o->outcome && !inspect_list_has_outcome(o->arg))
-		return cli_usage_error(PROG, "--outcome goes with list retained, refused, orphaned "
-		    "or receipts (list %s has no outcome)", o->arg);
+	if ((o->columns || o->since_ms >= 0 || o->outcome || o->failed) && !list)
+		return cli_usage_error(PROG, "-o, --since, --outcome and --failed go with list only");
+	if ((o->outcome || o->failed) && !inspect_list_has_outcome(o->arg))
+		return cli_usage_error(PROG, "%s goes with list retained, refused, orphaned, "
+		    "receipts or all (list %s has no outcome)", o->outcome ? "--outcome" : "--failed",
+		    o->arg);
 	if ((o->limit || o->reverse) && !list)
 		return cli_usage_error(PROG, "--limit and --reverse go with list only");
 	if ((o->columns || o->wide || o->no_headings) && (!list || o->ids || o->json))
@@ -665,6 +637,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		case OPT_WIDE: o->wide = 1; break;
 		case OPT_NO_HEADINGS: o->no_headings = 1; break;
 		case OPT_REVERSE: o->reverse = 1; break;
+		case OPT_FAILED: o->failed = 1; break;
 		case OPT_LIMIT:
 			if (cli_parse_i64(optarg, 1, INT64_MAX, &o->limit) < 0)
 				return cli_usage_error(PROG, "--limit: '%s' is not a number of rows, 1 or more",

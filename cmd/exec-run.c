@@ -152,10 +152,12 @@ static const char USAGE[] =
 	"\n"
 	"Exit status: 0 ok (supervise: the result was chosen, whatever the guest\n"
 	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
-	"75 run not startable now, busy, or wait timed out; 77 no current session, or\n"
-	"the run belongs to another session (quarantined); 78 state from another\n"
-	"version, unsafe permissions, guests cannot be isolated as asked\n"
-	"(doc/security.md), or the state is an older copy (open a new session).\n";
+	"75 run not startable now, busy, or wait timed out; 76 start --wait,\n"
+	"supervise: the dispatcher refused a result (kept as evidence, never sent\n"
+	"again); 77 no current session, or the run belongs to another session\n"
+	"(quarantined); 78 state from another version, unsafe permissions, guests\n"
+	"cannot be isolated as asked (doc/security.md), or the state is an older\n"
+	"copy (open a new session).\n";
 
 
 /* --- start ---------------------------------------------------------------- */
@@ -168,6 +170,7 @@ struct starter {
 	char guest_user[64];   /* the default guest user of a root executor */
 	bool opened;           /* a detached one's stdin and log, once */
 	int started;
+	int refused;           /* --wait: supervisors whose result the dispatcher refused */
 	pid_t kids[256];
 	int nkids;
 };
@@ -182,6 +185,19 @@ open_detached(struct starter *s)
 	s->opened = true;
 	s->sup.in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->sup.log = svlog_open(s->st, (int)s->o->log_fd, PROG);
+}
+
+/* Wait for supervisor pid (--wait), counting it if it says the
+ * dispatcher refused its result (exit EK_PROTOCOL, CMD_REFUSED). */
+static void
+reap(struct starter *s, pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return;
+	s->refused += WIFEXITED(status) && WEXITSTATUS(status) == EK_PROTOCOL;
 }
 
 /* Spawn a supervisor (waited for with --wait; left to run otherwise, to be
@@ -208,7 +224,7 @@ start_one(const char *run_id, void *arg)
 	if (s->o->wait && s->nkids < (int)(sizeof s->kids / sizeof s->kids[0]))
 		s->kids[s->nkids++] = pid;
 	else if (s->o->wait)
-		waitpid(pid, NULL, 0);
+		reap(s, pid);
 	if (!supspawn_await(ready[0], run_id, started, sizeof started))
 		return 0;
 	s->started++;
@@ -303,15 +319,19 @@ cmd_start(struct state *st, const struct opts *o, struct ek_err *e)
 	    run_each_due(st, &cur.b, now_ms(), (int)(o->slots - live), start_one, &s, e) < 0)
 		return -1;
 	for (i = 0; i < s.nkids; i++)
-		while (waitpid(s.kids[i], NULL, 0) < 0 && errno == EINTR)
-			;
+		reap(&s, s.kids[i]);
 	if (o->wait && o->chain && counters_started(st, &after, e) < 0)
 		return -1;
 	say_left_queued(st, o, &cur, after - before > s.started ? after - before : s.started);
 	if (o->json && !o->wait)
 		json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i}", "event", "start", "started", s.started,
 		    "running_before", live, "unknown_found", unknown));
-	return 0;
+	/* A refused result is final (kept as evidence, never sent again): the
+	 * exit status says so, as exec-report's does, not only its line. */
+	if (s.refused)
+		fprintf(stderr, "%s: %s refused by the dispatcher (kept as evidence: exec-inspect list"
+		    " refused)\n", PROG, s.refused == 1 ? "a result was" : "results were");
+	return s.refused ? CMD_REFUSED : 0;
 }
 
 /* --- wait and sweep ------------------------------------------------------------ */
@@ -594,5 +614,5 @@ main(int argc, char **argv)
 		supspawn_ended(ended_path(&o));
 	if (rc < 0)
 		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */
-	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
+	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : rc == CMD_REFUSED ? EK_PROTOCOL : EK_OK);
 }

@@ -36,8 +36,14 @@ int print_delivery(const struct opts *o, const char *run_id, const char *outcome
  * run_id if given (run-supervise.c). */
 void say_isolation(const struct isolate *iso, const char *run_id);
 
+/* What a command returns, besides 0 and -1 (e filled), when it did its
+ * work but the dispatcher refused a result it chose: the result's line
+ * said so, and the exit status is EK_PROTOCOL, as exec-report's. */
+enum { CMD_REFUSED = 1 };
+
 /* exec-run supervise RUN_ID (run-supervise.c): the supervisor of one run,
- * and with --chain of the session's next due runs. */
+ * and with --chain of the session's next due runs.  CMD_REFUSED when the
+ * dispatcher refused a result it chose. */
 int cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e);
 
 /* exec-run cancel RUN_ID...: each run of the session (o->session, or the

@@ -69,7 +69,8 @@ list_table(struct state *st, const struct opts *o, struct table **out, struct ek
 int
 cmd_list(struct state *st, const struct opts *o, struct ek_err *e)
 {
-	struct inspect_filter f = { o->since_ms, o->outcome, o->session, o->limit, o->reverse };
+	struct inspect_filter f = { o->since_ms, o->outcome, o->session, o->limit, o->reverse,
+		o->failed };
 	struct table_fit fit = { table_term_width(STDOUT_FILENO), o->wide, !o->no_headings };
 	struct lister l = { o, NULL, 0 };
 	int rc = o->ids || o->json ? 0 : list_table(st, o, &l.t, e);

@@ -125,7 +125,7 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
  * exec-reconcile; the execution row goes all the same. */
 static int
 finish(struct state *st, const struct opts *o, const struct run *r, const struct guest_end *end,
-    const int64_t dropped[2], struct ek_err *e)
+    const int64_t dropped[2], int *refused, struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	const char *outcome;
@@ -161,6 +161,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 		*e = undelivered;
 		return -1;
 	}
+	*refused += d.status == DELIVER_REFUSED;
 	if (!won && result_load(st, r->run_id, &res, e) == 1) {
 		print_delivery(o, r->run_id, res.outcome, res.exit_code, res.message, &d);   /* the other chooser's */
 		result_free(&res);
@@ -185,10 +186,10 @@ say_isolation(const struct isolate *iso, const char *run_id)
 }
 
 /* The life of run r, its start marker committed: its limits, its guest,
- * its one result. */
+ * its one result (*refused counts it if the dispatcher refused it). */
 static int
 supervise_started(struct state *st, const struct opts *o, const struct isolate *iso, struct run *r,
-    struct ek_err *e)
+    int *refused, struct ek_err *e)
 {
 	struct guest_end end;
 	int64_t dropped[2] = { 0, 0 };
@@ -216,7 +217,7 @@ supervise_started(struct state *st, const struct opts *o, const struct isolate *
 		rc = run_guest(st, o, iso, r, &end, dropped, e);
 	}
 	if (rc == 0)
-		rc = finish(st, o, r, &end, dropped, e);
+		rc = finish(st, o, r, &end, dropped, refused, e);
 	isolate_view_remove(st, r->run_id);
 	return rc;
 }
@@ -259,7 +260,7 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	struct binding b;
 	struct isolate iso;
 	struct run r = { 0 };
-	int rc, slots = o->chain ? (int)o->slots : 0;
+	int rc, refused = 0, slots = o->chain ? (int)o->slots : 0;
 
 	stopsig_catch();
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill a supervisor */
@@ -294,7 +295,7 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 	while (rc > 0) {
 		stop_run_token = chain_token(r.started_at);
 		chain_hold_cancels(false);
-		rc = supervise_started(st, o, &iso, &r, e);
+		rc = supervise_started(st, o, &iso, &r, &refused, e);
 		run_free(&r);
 		chain_hold_cancels(true);
 		stop_run_token = 0;
@@ -304,6 +305,6 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 			printf("%sstarted %s (chained)\n", svlog_prefix(), r.run_id);
 	}
 	run_free(&r);
-	return rc;
+	return rc == 0 && refused ? CMD_REFUSED : rc;
 }
 

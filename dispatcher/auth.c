@@ -61,11 +61,11 @@ token_shaped(const char *text, size_t len)
 	return true;
 }
 
-/* Read the token from fd (path for messages): owner-only, one line. */
+/* Read the token from fd (path for messages) into buf (TOKEN_MAX + 2
+ * bytes): owner-only, one line.  Its length, or -1. */
 static int
-token_read(int fd, const char *path, struct ek_err *e)
+token_read(int fd, const char *path, char *buf, struct ek_err *e)
 {
-	char buf[TOKEN_MAX + 2];
 	struct stat sb;
 	ssize_t n;
 
@@ -77,18 +77,43 @@ token_read(int fd, const char *path, struct ek_err *e)
 		return ek_fail(e, EK_UNSAFE, "'%s': the admin token's file must be this user's, mode"
 		    " 0600 (it is mode %04o): run 'chmod 600 %s'", path,
 		    (unsigned)(sb.st_mode & 07777), path);
-	n = read(fd, buf, sizeof buf - 1);
+	n = read(fd, buf, TOKEN_MAX + 1);
 	if (n < 0)
 		return ek_fail(e, EK_IOERR, "'%s': %s", path, strerror(errno));
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
+	buf[n] = '\0';
 	if (!token_shaped(buf, (size_t)n)) {
-		explicit_bzero(buf, sizeof buf);
+		explicit_bzero(buf, TOKEN_MAX + 2);
 		return ek_fail(e, EK_DATAERR, "'%s': the admin token must be one line of %d to %d"
 		    " printable bytes without spaces", path, TOKEN_MIN, TOKEN_MAX);
 	}
-	sha256_hex(buf, (size_t)n, admin_sha);
-	explicit_bzero(buf, sizeof buf);
+	return (int)n;
+}
+
+/* Open the token's file path, never through a link; the descriptor, or -1
+ * with errno set. */
+static int
+token_open(const char *path)
+{
+	return open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Why the token's file path (errno err) cannot be opened. */
+static int
+token_open_error(const char *path, int err, struct ek_err *e)
+{
+	return ek_fail(e, err == ENOENT ? EK_NOINPUT : EK_IOERR, "cannot read the admin token"
+	    " '%s': %s", path, err == ELOOP ? "it is a symbolic link (not followed)" :
+	    strerror(err));
+}
+
+/* The token's path: given, else STORE.admin-token, into path (n bytes). */
+static int
+token_path(const char *store, const char *given, char *path, size_t n, struct ek_err *e)
+{
+	if (snprintf(path, n, "%s%s", given ? given : store, given ? "" : ".admin-token") >= (int)n)
+		return ek_fail(e, EK_USAGE, "'%s': path too long", given ? given : store);
 	return 0;
 }
 
@@ -129,26 +154,43 @@ token_create(const char *path, struct ek_err *e)
 int
 auth_init(const char *store, const char *given, struct ek_err *e)
 {
-	char path[4096];
-	int fd, rc;
+	char path[4096], buf[TOKEN_MAX + 2];
+	int fd, n;
 
-	if (given)
-		snprintf(path, sizeof path, "%s", given);
-	else if (snprintf(path, sizeof path, "%s.admin-token", store) >= (int)sizeof path)
-		return ek_fail(e, EK_USAGE, "'%s': path too long", store);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (token_path(store, given, path, sizeof path, e) < 0)
+		return -1;
+	fd = token_open(path);
 	if (fd < 0 && errno == ENOENT && !given)
 		return token_create(path, e);
-	if (fd < 0) {
-		int err = errno;
-
-		return ek_fail(e, err == ENOENT ? EK_NOINPUT : EK_IOERR, "cannot read the admin"
-		    " token '%s': %s", path, err == ELOOP ? "it is a symbolic link (not followed)" :
-		    strerror(err));
-	}
-	rc = token_read(fd, path, e);
+	if (fd < 0)
+		return token_open_error(path, errno, e);
+	n = token_read(fd, path, buf, e);
 	close(fd);
-	return rc;
+	if (n < 0)
+		return -1;
+	sha256_hex(buf, (size_t)n, admin_sha);
+	explicit_bzero(buf, sizeof buf);
+	return 0;
+}
+
+int
+auth_token_load(const char *store, const char *given, char *buf, size_t size, struct ek_err *e)
+{
+	char path[4096], tok[TOKEN_MAX + 2];
+	int fd, n;
+
+	if (token_path(store, given, path, sizeof path, e) < 0)
+		return -1;
+	if ((fd = token_open(path)) < 0)
+		return token_open_error(path, errno, e);
+	n = token_read(fd, path, tok, e);
+	close(fd);
+	if (n >= 0 && (size_t)n >= size)
+		n = ek_fail(e, EK_SOFTWARE, "'%s': no room for the admin token", path);
+	if (n >= 0)
+		memcpy(buf, tok, (size_t)n + 1);
+	explicit_bzero(tok, sizeof tok);
+	return n < 0 ? -1 : 0;
 }
 
 int

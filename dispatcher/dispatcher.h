@@ -446,6 +446,11 @@ handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_r
 /* Load the admin token from given, or from STORE.admin-token, making it
  * (0600) if absent; before the server starts.  0 or -1 with e filled. */
 int auth_init(const char *store, const char *given, struct ek_err *e);
+/* The admin token itself, from given or STORE.admin-token, for a client of
+ * /admin/ (exec-dispatcher submit): never made, checked as auth_init()
+ * checks it, into buf (size bytes; 258 hold any).  0 or -1. */
+int auth_token_load(const char *store, const char *given, char *buf, size_t size,
+    struct ek_err *e);
 /* 0 if rq shows the admin token, else 401/403 with the answer set. */
 int auth_admin(struct req *rq);
 /* Inside the negotiation's transaction: spend one use of the enrollment

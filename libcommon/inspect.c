@@ -473,7 +473,7 @@ inspect_row_json(sqlite3_stmt *q)
 #define RESULT_COLS "SELECT run_id, incarnation, session_id, outcome, exit_code, chosen_at, attempts"
 
 const char *const inspect_list_kinds[] = { "quarantined", "unknown", "retained", "refused",
-	"orphaned", "queued", "running", "receipts", NULL };
+	"orphaned", "queued", "running", "receipts", "all", NULL };
 
 const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancelled",
 	"exec_failed", NULL };
@@ -481,7 +481,35 @@ const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancell
 /* The column --since looks at, of each kind, in the order of
  * inspect_list_kinds: the one the list is ordered by. */
 static const char *const list_time[] = { "due_at", "unknown_at", "chosen_at", "chosen_at",
-	"chosen_at", "due_at", "started_at", "acked_at" };
+	"chosen_at", "due_at", "started_at", "acked_at", "accepted_at" };
+
+/* Every accepted run, whichever population holds it now, in one row: its
+ * state, in the order the rows are asked (an execution row says most), and
+ * what the rows left know.  The program comes from the accepted spec when
+ * no row keeps it (a receipt, a run record).  elapsed_ms: how long a
+ * running run has run so far (as ps's ELAPSED), at :now; duration_ms: how
+ * long a finished one ran, start to its chosen result. */
+#define ALL_SQL CUR "SELECT a.run_id AS run_id, CASE " \
+	"WHEN r.state = 'started' THEN 'running' WHEN r.state = 'unknown' THEN 'unknown' " \
+	"WHEN r.state = 'queued' AND h.acked_at IS NOT NULL THEN 'handed_back' " \
+	"WHEN r.state = 'queued' AND " MINE("r") " THEN 'queued' " \
+	"WHEN r.state = 'queued' THEN 'quarantined' " \
+	"WHEN s.refused = 1 THEN 'refused' WHEN s.run_id IS NOT NULL THEN 'retained' " \
+	"WHEN c.run_id IS NOT NULL THEN 'acknowledged' " \
+	"WHEN h.acked_at IS NOT NULL THEN 'handed_back' " \
+	"WHEN d.known IS NOT NULL THEN d.known ELSE 'accepted' END AS state, " \
+	"COALESCE(r.program, s.program, json_extract(a.content, '$.program')) AS program, " \
+	"COALESCE(s.outcome, c.outcome, d.outcome) AS outcome, " \
+	"COALESCE(s.exit_code, c.exit_code, d.exit_code) AS exit_code, " \
+	"a.accepted_at AS accepted_at, " \
+	"COALESCE(r.started_at, s.started_at, c.started_at, d.started_at) AS started_at, " \
+	"CASE WHEN r.state = 'started' THEN MAX(:now - r.started_at, 0) END AS elapsed_ms, " \
+	"COALESCE(s.chosen_at, c.chosen_at, d.chosen_at) - " \
+	"COALESCE(s.started_at, c.started_at, d.started_at) AS duration_ms, " \
+	"a.session_id AS session_id " \
+	"FROM accepts a LEFT JOIN runs r ON r.run_id = a.run_id " \
+	"LEFT JOIN results s ON s.run_id = a.run_id LEFT JOIN receipts c ON c.run_id = a.run_id " \
+	"LEFT JOIN run_records d ON d.run_id = a.run_id LEFT JOIN handbacks h ON h.run_id = a.run_id"
 
 /* The query of each kind, in the order of inspect_list_kinds, and the
  * order of its rows, oldest first and newest first (list_order). */
@@ -500,6 +528,7 @@ static const char *const list_sql[] = {
 	    "FROM runs WHERE state = 'started' AND " MINE("runs"),
 	"SELECT run_id, incarnation, session_id, outcome, exit_code, acked_at, record_id, attempts "
 	    "FROM receipts",
+	ALL_SQL,
 };
 
 static const char *const list_order[][2] = {
@@ -511,12 +540,30 @@ static const char *const list_order[][2] = {
 	{ " ORDER BY due_at, rowid", " ORDER BY due_at DESC, rowid DESC" },
 	{ " ORDER BY started_at, rowid", " ORDER BY started_at DESC, rowid DESC" },
 	{ " ORDER BY acked_at, rowid", " ORDER BY acked_at DESC, rowid DESC" },
+	{ " ORDER BY a.accepted_at, a.rowid", " ORDER BY a.accepted_at DESC, a.rowid DESC" },
 };
 
 bool
 inspect_list_has_outcome(const char *kind)
 {
-	return in_list(kind, (const char *const[]){ "retained", "refused", "orphaned", "receipts", NULL });
+	return in_list(kind, (const char *const[]){ "retained", "refused", "orphaned", "receipts", "all",
+	    NULL });
+}
+
+/* Did the run of row fail: its guest did not exit 0 (killed, timeout,
+ * exec_failed, a non-zero exit), or its outcome is unknown?  A cancelled
+ * run did what it was told. */
+static bool
+row_failed(json_t *row)
+{
+	const char *outcome = json_string_value(json_object_get(row, "outcome"));
+	const char *state = json_string_value(json_object_get(row, "state"));
+
+	if (state && strcmp(state, "unknown") == 0)
+		return true;
+	if (!outcome || strcmp(outcome, "cancelled") == 0)
+		return false;
+	return strcmp(outcome, "exited") != 0 || json_integer_value(json_object_get(row, "exit_code")) != 0;
 }
 
 /* Does row pass the filter?  time is the kind's --since column. */
@@ -532,6 +579,8 @@ row_passes(json_t *row, const struct inspect_filter *f, const char *time)
 		return false;
 	if (f->outcome && (!(v = json_string_value(json_object_get(row, "outcome"))) ||
 	    strcmp(v, f->outcome) != 0))
+		return false;
+	if (f->failed && !row_failed(row))
 		return false;
 	return f->since_ms < 0 ||
 	    json_integer_value(json_object_get(row, time)) >= now_ms() - f->since_ms;
@@ -597,7 +646,7 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
     int (*fn)(json_t *, void *), void *arg, struct ek_err *e)
 {
 	sqlite3_stmt *q;
-	char sql[1024];
+	char sql[4096];
 	int i, rc;
 
 	if ((i = kind_index(kind, e)) < 0 || db_begin_read(&st->db, e) < 0)
@@ -607,6 +656,8 @@ inspect_list(struct state *st, const char *kind, const struct inspect_filter *f,
 		db_rollback(&st->db);
 		return -1;
 	}
+	if (sqlite3_bind_parameter_index(q, ":now"))   /* the lists that tell an age */
+		sqlite3_bind_int64(q, sqlite3_bind_parameter_index(q, ":now"), now_ms());
 	rc = list_rows(st, q, f, list_time[i], fn, arg, e);
 	db_done(&st->db, q);
 	db_rollback(&st->db);

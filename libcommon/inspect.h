@@ -112,7 +112,8 @@ int inspect_lookup(struct state *st, const char *sid, const char *run_id,
 json_t *inspect_found_json(const struct inspect_found *f, const char *key);
 
 /* The list kinds, NULL-terminated: quarantined unknown retained refused
- * orphaned queued running receipts. */
+ * orphaned queued running receipts, and all (every accepted run, one row
+ * each, its state whichever population holds it). */
 extern const char *const inspect_list_kinds[];
 
 /* The column names of list kind, in order, as a new JSON array of strings. */
@@ -122,7 +123,7 @@ int inspect_list_columns(struct state *st, const char *kind, json_t **names, str
 extern const char *const inspect_outcomes[];
 
 /* Does list kind have an outcome column (retained, refused, orphaned,
- * receipts)? */
+ * receipts, all)? */
 bool inspect_list_has_outcome(const char *kind);
 
 /* Which rows a list keeps, and in which order: each filter unset (-1,
@@ -136,6 +137,8 @@ struct inspect_filter {
 	const char *session;   /* the session id of the row's binding */
 	int64_t limit;         /* 0: every row that passes */
 	bool newest_first;
+	bool failed;           /* only runs that failed: not exited 0 (cancelled is no
+	                        * failure), or unknown */
 };
 
 /* One row per item of kind that passes f (NULL: every item), oldest

@@ -12,12 +12,22 @@
 #include "timefmt.h"
 
 struct table {
-	char **names;        /* ncols */
+	char **names;        /* ncols: the column names, upper case (what -o matches) */
+	char **heads;        /* ncols: the headings: the names, less a "_MS" suffix (the
+	                      * cells of a duration in ms read as elapsed times) */
 	char **cells;        /* nrows * ncols, row-major; NULL: empty */
 	size_t ncols, nrows, cap;
 	size_t *order, nshow;   /* the columns printed, in order */
 	size_t filled;       /* cells of the last row filled */
 };
+
+static bool
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
 
 struct table *
 table_new(void)
@@ -32,11 +42,14 @@ table_free(struct table *t)
 
 	if (!t)
 		return;
-	for (i = 0; i < t->ncols; i++)
+	for (i = 0; i < t->ncols; i++) {
 		free(t->names[i]);
+		free(t->heads[i]);
+	}
 	for (i = 0; i < t->nrows * t->ncols; i++)
 		free(t->cells[i]);
 	free(t->names);
+	free(t->heads);
 	free(t->cells);
 	free(t->order);
 	free(t);
@@ -53,13 +66,22 @@ table_column(struct table *t, const char *name)
 	if (!(names = realloc(t->names, (t->ncols + 1) * sizeof *names)))
 		return -1;
 	t->names = names;
+	if (!(names = realloc(t->heads, (t->ncols + 1) * sizeof *names)))
+		return -1;
+	t->heads = names;
 	if (!(order = realloc(t->order, (t->ncols + 1) * sizeof *order)))
 		return -1;
 	t->order = order;
-	if (!(names[t->ncols] = strdup(name)))
+	if (!(t->names[t->ncols] = strdup(name)))
 		return -1;
-	for (i = 0; names[t->ncols][i]; i++)
-		names[t->ncols][i] = (char)toupper((unsigned char)names[t->ncols][i]);
+	if (!(t->heads[t->ncols] = strndup(name, strlen(name) - (ends_with(name, "_ms") ? 3 : 0)))) {
+		free(t->names[t->ncols]);
+		return -1;
+	}
+	for (i = 0; name[i]; i++)
+		t->names[t->ncols][i] = (char)toupper((unsigned char)name[i]);
+	for (i = 0; t->heads[t->ncols][i]; i++)
+		t->heads[t->ncols][i] = (char)toupper((unsigned char)name[i]);
 	t->order[t->nshow++] = t->ncols++;
 	return 0;
 }
@@ -100,14 +122,6 @@ table_cell(struct table *t, const char *text)
 	}
 	t->filled++;
 	return 0;
-}
-
-static bool
-ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), t = strlen(tail);
-
-	return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
 /* A stored value as a human reads it, in a new string: moments as
@@ -161,8 +175,9 @@ column_index(const struct table *t, const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < t->ncols; i++)
-		if (strlen(t->names[i]) == len && strncasecmp(t->names[i], name, len) == 0)
+	for (i = 0; i < t->ncols; i++)   /* the name, or the heading it is printed under */
+		if ((strlen(t->names[i]) == len && strncasecmp(t->names[i], name, len) == 0) ||
+		    (strlen(t->heads[i]) == len && strncasecmp(t->heads[i], name, len) == 0))
 			break;
 	return i;
 }
@@ -289,7 +304,7 @@ print_line(const struct table *t, FILE *f, const size_t *width, size_t row, bool
 	const char *s;
 
 	for (i = 0; i < t->nshow; i++) {
-		s = header ? t->names[t->order[i]] : cell(t, row, t->order[i]);
+		s = header ? t->heads[t->order[i]] : cell(t, row, t->order[i]);
 		pad = put_cut(f, s, width[i], dots);
 		if (i + 1 == t->nshow)
 			break;
@@ -315,7 +330,7 @@ narrow(const struct table *t, size_t *width, const struct table_fit *fit)
 	if (!floor)
 		return;   /* printed whole: wider, never wrong */
 	for (i = 0; i < t->nshow; i++) {
-		floor[i] = fit->headings ? chars(t->names[t->order[i]]) : 0;
+		floor[i] = fit->headings ? chars(t->heads[t->order[i]]) : 0;
 		floor[i] = floor[i] > CUT_MIN ? floor[i] : CUT_MIN;
 		if (width[i] <= KEEP_WHOLE)
 			floor[i] = width[i];
@@ -343,7 +358,7 @@ table_print_fit(const struct table *t, FILE *f, const struct table_fit *fit)
 	if (!width)
 		return -1;
 	for (i = 0; i < t->nshow; i++) {
-		width[i] = fit->headings ? chars(t->names[t->order[i]]) : 0;
+		width[i] = fit->headings ? chars(t->heads[t->order[i]]) : 0;
 		for (r = 0; r < t->nrows; r++)
 			if ((w = chars(cell(t, r, t->order[i]))) > width[i])
 				width[i] = w;

@@ -32,9 +32,10 @@ int table_cell(struct table *t, const char *text);
 
 /* A stored value (v, of the column or field key) as a human reads it:
  * moments (key ending in _at, and claim_until) as date-times, durations
- * (key ending in _ms) as elapsed times (timefmt.h), text as it is (made
- * safe, never shell-quoted), booleans yes/no, null empty, anything else
- * as compact JSON. */
+ * (key ending in _ms) as elapsed times (timefmt.h; such a column's
+ * heading drops the _MS: ELAPSED, DURATION), text as it is (made safe,
+ * never shell-quoted), booleans yes/no, null empty, anything else as
+ * compact JSON. */
 int table_cell_json(struct table *t, const char *key, json_t *v);
 
 /* A row of two cells: label and value (NULL: empty). */

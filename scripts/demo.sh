@@ -40,16 +40,20 @@ echo "== enrolling this executor (an enrollment token for its first session)"
 admin POST /admin/enrollments | sed -n 's/.*"enroll_token":"\([0-9a-f]*\)".*/\1/p' >"$work/enroll-token"
 export EXEC_ENROLL_TOKEN_FILE="$work/enroll-token"
 
-echo "== submitting the demo workload"
-runs='{"run_id":"hello","txn_id":"demo-1","program":"/bin/echo","args":["hello from execkit"]}'
-runs+=',{"run_id":"fails","txn_id":"demo-2","program":"/bin/sh","args":["-c","echo failing >&2; exit 3"]}'
-runs+=',{"run_id":"too-slow","txn_id":"demo-3","program":"/bin/sleep","args":["30"],"timeout_ms":500}'
-runs+=',{"run_id":"cancel-me","txn_id":"demo-4","program":"/bin/sleep","args":["30"]}'
-runs+=',{"run_id":"missing","txn_id":"demo-5","program":"/no/such/program"}'
-for i in $(seq 1 10); do
-	runs+=",{\"run_id\":\"batch-$i\",\"txn_id\":\"demo-b$i\",\"program\":\"/bin/sh\",\"args\":[\"-c\",\"echo item $i; sleep 0.$((i % 3))\"]}"
-done
-admin POST /admin/runs "{\"runs\":[$runs]}"
+echo "== submitting the demo workload (exec-dispatcher submit: one run each)"
+submit() {   # submit OPTION... -- PROGRAM ARG...: prints the run id
+	exec-dispatcher submit --port-file "$work/port" --store "$work/dispatcher.db" "$@"
+}
+{
+	submit --id hello --txn-id demo-1 -- /bin/echo "hello from execkit"
+	submit --id fails --txn-id demo-2 -- /bin/sh -c 'echo failing >&2; exit 3'
+	submit --id too-slow --txn-id demo-3 --timeout 500ms -- /bin/sleep 30
+	submit --id cancel-me --txn-id demo-4 -- /bin/sleep 30
+	submit --id missing --txn-id demo-5 -- /no/such/program
+	for i in $(seq 1 10); do
+		submit --id "batch-$i" --txn-id "demo-b$i" -- /bin/sh -c "echo item $i; sleep 0.$((i % 3))"
+	done
+} | tr '\n' ' '
 echo
 
 echo "== running exec-loop (4 slots)"
@@ -79,6 +83,11 @@ admin GET /admin/summary
 echo
 echo "== what the executor kept: a receipt per acknowledged result (exec-inspect list receipts)"
 exec-inspect list receipts
+echo
+echo "== every run in one view, and those that failed (exec-inspect list all [--failed])"
+exec-inspect list all -o run_id,state,program,outcome,exit_code,duration
+exec-inspect list all --failed --ids | tr '\n' ' '
+echo
 echo
 echo "== the startup report, as a restarted executor would print it (exec-session report)"
 exec-session report

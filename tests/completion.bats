@@ -66,6 +66,14 @@ sorted() { LC_ALL=C sort; }
 	assert_output "$(printf '%s\n' retained refused running receipts)"
 	run complete_words exec-inspect summary ''   # summary takes no operand
 	assert_output ''
+	run complete_words exec-inspect list a
+	assert_output all
+	run complete_words exec-dispatcher ''
+	assert_output submit
+	run complete_words exec-dispatcher submit --cwd /u
+	assert_output --partial /usr
+	run complete_words exec-dispatcher submit --e
+	assert_output --partial -- --env
 }
 
 @test "--outcome offers the outcomes, -o the columns of the table at hand, name after comma" {
@@ -104,7 +112,7 @@ help_commands() {
 
 @test "every command of a tool's table is completed, named in its --help, and run by it" {
 	local t w words
-	for t in exec-run exec-session exec-inspect exec-shares "exec-shares capacity"; do
+	for t in exec-run exec-session exec-inspect exec-shares "exec-shares capacity" exec-dispatcher; do
 		read -r -a words <<<"$t"
 		run complete_words "${words[@]}" ''
 		assert_success

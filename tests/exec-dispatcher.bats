@@ -1497,3 +1497,104 @@ report_until_taken() {
 	[[ $(num gated_429) -ge 1 ]] || fail "the gate never shed: $body"
 	[[ $(num max_inflight) == 0 && $(num max_rate) == 0 ]]   # no cap given
 }
+
+# dsubmit ARG...: exec-dispatcher submit to the test's dispatcher, found by
+# its port file, with the token beside its store.
+dsubmit() {
+	exec-dispatcher submit --port-file "$BATS_TEST_TMPDIR/disp.port" \
+		--store "$BATS_TEST_TMPDIR/disp.db" "$@"
+}
+
+@test "submit: a run without JSON, as the dispatcher stores it; the same id and spec again is no new run; another spec is 65" {
+	run --separate-stderr dsubmit --id r1 --txn-id t1 --env A=1 --env B=x=y --cwd /tmp \
+		--timeout 1500ms --due @4000000000 -- /bin/sh -c 'echo "$A"; exit 3'
+	assert_success
+	assert_output r1
+	api GET '/admin/runs/r1?reveal_env=1'
+	[ "$code" = 200 ] || fail "$code $body"
+	# shellcheck disable=SC2016 # $A is the guest's, not ours
+	[[ $body == *'"spec":{"args":["-c","echo \"$A\"; exit 3"],"cwd":"/tmp","due_at":4000000000000,"env":{"A":"1","B":"x=y"},"program":"/bin/sh","run_id":"r1","timeout_ms":1500,"txn_id":"t1"}'* ]] ||
+		fail "spec: $body"
+	# again, the same: exit 0, said on stderr, nothing new
+	run --separate-stderr dsubmit --id r1 --txn-id t1 --env A=1 --env B=x=y --cwd /tmp \
+		--timeout 1500ms --due @4000000000 -- /bin/sh -c 'echo "$A"; exit 3'
+	assert_success
+	assert_output r1
+	[[ $stderr == *"already submitted with this spec"* ]] || fail "stderr: $stderr"
+	# the same id, another spec: refused, the stored spec unchanged
+	run --separate-stderr dsubmit --id r1 -- /bin/true
+	[ "$status" -eq "$EK_DATAERR" ]
+	[ -z "$output" ]
+	[[ $stderr == *"run 'r1': already submitted with a different spec"* ]] || fail "stderr: $stderr"
+	api GET /admin/runs
+	[ "$(grep -o '"run_id"' <<<"$body" | wc -l)" = 1 ] || fail "$body"
+	# without --id: a new run each time, its id printed; --json says where it went
+	run --separate-stderr dsubmit --json -- /bin/true
+	assert_success
+	[[ $output =~ ^\{\"run_id\":\"(run-[0-9a-f]{16})\",\"txn_id\":\"run-[0-9a-f]{16}\",\"dispatcher\":\"$DISP_URL\",\"duplicate\":false\}$ ]] ||
+		fail "json: $output"
+	api GET "/admin/runs/${BASH_REMATCH[1]}"
+	[ "$code" = 200 ]
+}
+
+@test "submit: an executor takes and runs what was submitted" {
+	open_session
+	run dsubmit --id hello -- /bin/echo hello from submit
+	assert_success
+	exec-accept --from-dispatcher >/dev/null
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "hello exited 0: delivered"
+	[ "$(cat "$EXEC_STATE_DIR/out/hello.stdout")" = "hello from submit" ]
+}
+
+@test "submit: unreachable 69, token refused 78, no token 66, invalid spec 65 with nothing sent, usage 64" {
+	local port
+	# nobody listens on a port the stopped dispatcher held
+	port=$(cat "$BATS_TEST_TMPDIR/disp.port")
+	run --separate-stderr exec-dispatcher submit --port 1 --store "$BATS_TEST_TMPDIR/disp.db" -- /bin/true
+	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
+	[[ $stderr == "exec-dispatcher: http://127.0.0.1:1: dispatcher unreachable: "* ]] || fail "$stderr"
+	# another store's token
+	(umask 077 && printf '%064d\n' 7 >"$BATS_TEST_TMPDIR/other.token")
+	run --separate-stderr dsubmit --admin-token-file "$BATS_TEST_TMPDIR/other.token" -- /bin/true
+	[ "$status" -eq "$EK_UNSAFE" ] || fail "status $status: $stderr"
+	[[ $stderr == *"the admin token was refused (403)"* ]] || fail "$stderr"
+	# no token at all: never made by a client
+	run --separate-stderr exec-dispatcher submit --port "$port" --store "$BATS_TEST_TMPDIR/none.db" -- /bin/true
+	[ "$status" -eq "$EK_NOINPUT" ] || fail "status $status: $stderr"
+	[[ $stderr == *"cannot read the admin token '$BATS_TEST_TMPDIR/none.db.admin-token'"* ]] || fail "$stderr"
+	[ ! -e "$BATS_TEST_TMPDIR/none.db.admin-token" ]
+	# a token others may read is refused before it is sent
+	chmod 644 "$BATS_TEST_TMPDIR/other.token"
+	run --separate-stderr dsubmit --admin-token-file "$BATS_TEST_TMPDIR/other.token" -- /bin/true
+	[ "$status" -eq "$EK_UNSAFE" ] || fail "status $status: $stderr"
+	# invalid by the executor's rules: refused here, nothing submitted
+	run --separate-stderr dsubmit --id bad1 --env EXEC_X=1 -- /bin/true
+	[ "$status" -eq "$EK_DATAERR" ] || fail "status $status: $stderr"
+	[[ $stderr == *"run 'bad1': invalid: field 'env'"* ]] || fail "$stderr"
+	api GET /admin/runs/bad1
+	[ "$code" = 404 ]
+	# usage
+	run dsubmit --id 'no spaces' -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	run dsubmit --cwd relative -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	run dsubmit --due soon -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	run dsubmit --timeout 0s -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	run dsubmit
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-dispatcher submit -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "submit needs the dispatcher"
+	run dsubmit --lease-ms 5 -- /bin/true
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial -- "--lease-ms does not go with submit"
+	run exec-dispatcher --id r9
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial -- "--id goes with submit"
+	api GET /admin/runs
+	[ "$body" = '{"runs":[]}' ] || fail "$body"
+}

@@ -188,7 +188,8 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 	retain_many 3
 	crowd 10
 	spec u1 | exec-accept >/dev/null
-	exec-run start --wait >/dev/null            # u1 is refused: unknown_run
+	run exec-run start --wait                   # u1 is refused: unknown_run
+	[ "$status" -eq "$EK_PROTOCOL" ]
 	run exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl"
 	assert_success
 	assert_output --regexp "^exported 11 results, removed [0-9]+ output files$"

@@ -261,14 +261,27 @@ TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4}'
 	start_dispatcher
 	open_session
 	spec u1 | exec-accept >/dev/null      # the dispatcher never handed this run out
-	run exec-run start --wait
+	run --separate-stderr exec-run start --wait
+	# the refusal is in the exit status, as exec-report's, not only in the line
+	[ "$status" -eq "$EK_PROTOCOL" ] || fail "status $status: $stderr"
 	assert_output --partial "u1 exited 0: delivery refused (1 attempt)"
+	[ "$stderr" = "exec-run: a result was refused by the dispatcher (kept as evidence: exec-inspect list refused)" ] ||
+		fail "stderr: $stderr"
 	[ "$(sql "SELECT refused, refused_cause, attempts FROM results WHERE run_id='u1'")" = "1|unknown_run|1" ]
 	run exec-report u1
 	[ "$status" -eq "$EK_PROTOCOL" ]
 	run exec-reconcile
 	assert_success
 	[ "$(sql "SELECT attempts FROM results WHERE run_id='u1'")" = 1 ]
+	# a supervisor run by hand says it the same way; a delivered one exits 0
+	spec u2 | exec-accept >/dev/null
+	run exec-run supervise u2
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	assert_output --partial "u2 exited 0: delivery refused (1 attempt)"
+	submit_and_accept "$(spec d1)"
+	run exec-run start --wait
+	assert_success
+	assert_output --partial "d1 exited 0: delivered"
 }
 
 @test "refusal wrong_session: a run owned by another executor's session" {

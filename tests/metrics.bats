@@ -81,7 +81,7 @@ same_ms() {
 
 @test "every metric equals its field of summary --json, over a real workload" {
 	workload "$BATS_TEST_TMPDIR/out"
-	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"handed_back":\{"acknowledged":([0-9]+),"pending":([0-9]+)\},"unreconciled_attempts":([0-9]+),"output":\{"files":([0-9]+),"bytes":([0-9]+)\}\}$'
+	local re='^\{"queued":([0-9]+),"running":([0-9]+),"quarantined":\{"total":([0-9]+),"queued":([0-9]+),"started":([0-9]+)\},"unknown":([0-9]+),"unreconciled":\{"total":([0-9]+),"deliverable":([0-9]+),"earlier_session":([0-9]+),"refused":([0-9]+)\},"receipts":([0-9]+),"oldest_unreconciled_ms":([0-9]+),"handed_back":\{"acknowledged":([0-9]+),"pending":([0-9]+)\},"unreconciled_attempts":([0-9]+),"output":\{"files":([0-9]+),"bytes":([0-9]+)\},"session":.*,"loop":\{.*\}\}$'
 	json=$(exec-inspect summary --json)
 	M=$(exec-inspect metrics)
 	[[ $json =~ $re ]] || fail "summary --json has another shape: $json"

@@ -3,6 +3,7 @@
 # written, one at a time, with the pause of someone reading between two.
 
 load helpers
+load doclib   # man_section, unroff
 
 # by_hand_steps: the shell block that follows the tests/readme.bats marker
 # in README.md, one step a line (a line ending in a backslash or a pipe
@@ -53,6 +54,35 @@ free_port() {
 		fi
 	done
 	[ -n "$paused" ] || fail "README's steps open no session"
+	[ "$(disp_field r1 state)" = '"finished"' ] || fail "$(admin GET /admin/runs/r1)"
+	grep -q "r1 exited 0: delivered" "$BATS_TEST_TMPDIR/steps.log" || fail "$(cat "$BATS_TEST_TMPDIR/steps.log")"
+}
+
+# man_example_steps: the first example of execkit(7), one step a line
+# (roff escapes removed; a line ending in a pipe joined with the next).
+man_example_steps() {
+	man_section "$MANDIR/execkit.7" EXAMPLES | awk '/^\.nf/ { on = 1; next } on && /^\.fi/ { exit } on' |
+		unroff | sed -e '/|[[:space:]]*$/{N;s/\n/ /}'
+}
+
+@test "execkit(7)'s first example runs as written: r1 is delivered, and every step exits 0" {
+	local port steps step n=0
+	cd "$BATS_TEST_TMPDIR"
+	port=$(free_port)
+	mapfile -t steps < <(man_example_steps)
+	[ "${#steps[@]}" -ge 5 ] || fail "no example in execkit.7: ${steps[*]}"
+	export DISP_URL=http://127.0.0.1:$port
+	for step in "${steps[@]}"; do
+		step=${step//\/var\/lib\/execkit/$EXEC_STATE_DIR}
+		step=${step//\/tmp\/d.db/$BATS_TEST_TMPDIR\/disp.db}
+		step=${step//8080/$port}
+		n=$((n + 1))
+		echo "\$ $step" >>"$BATS_TEST_TMPDIR/steps.log"
+		eval "$step" >>"$BATS_TEST_TMPDIR/steps.log" 2>&1 3>&- ||
+			fail "step $n failed (exit $?): $step"$'\n'"$(cat "$BATS_TEST_TMPDIR/steps.log")"
+		[[ ! $step =~ ^exec-dispatcher\ .*\&[[:space:]]*(#.*)?$ ]] ||
+			wait_until "(: </dev/tcp/127.0.0.1/$port) 2>/dev/null"
+	done
 	[ "$(disp_field r1 state)" = '"finished"' ] || fail "$(admin GET /admin/runs/r1)"
 	grep -q "r1 exited 0: delivered" "$BATS_TEST_TMPDIR/steps.log" || fail "$(cat "$BATS_TEST_TMPDIR/steps.log")"
 }

@@ -579,3 +579,93 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	run --separate-stderr exec-session show --json -w
 	[ "$status" -eq "$EK_USAGE" ]
 }
+
+@test "list all: one row per accepted run whatever holds it now, with PROGRAM, ELAPSED and DURATION; --failed keeps the failed" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec ok1 /bin/true)" "$(spec f3 /bin/sh '["-c","exit 3"]')" \
+		"$(spec to1 /bin/sleep '["5"]' '"timeout_ms":200')" "$(spec q1 /bin/true '[]' '"due_at":9999999999999')"
+	spec ref1 /bin/echo | exec-accept >/dev/null      # unknown to the dispatcher: refused
+	run exec-run start --wait
+	[ "$status" -eq "$EK_PROTOCOL" ]
+	submit_and_accept "$(spec slow /bin/sleep '["3600"]')"
+	exec-run start >/dev/null
+	wait_until '[ "$(exec-inspect list running --ids)" = slow ]'
+	# ok1's receipt pruned: only its run record is left, and it is still listed
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000 WHERE run_id = 'ok1'"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	run --separate-stderr exec-inspect list all
+	assert_success
+	assert_line --index 0 --regexp '^RUN_ID +STATE +PROGRAM +OUTCOME +EXIT_CODE +ACCEPTED_AT +STARTED_AT +ELAPSED +DURATION +SESSION_ID$'
+	aligned || fail "not aligned: $output"
+	run --separate-stderr exec-inspect list all -o run_id,state,program,outcome,exit_code --no-headings
+	assert_output "$(printf '%s\n' \
+		'ok1   finished      /bin/true   exited   0' \
+		'f3    acknowledged  /bin/sh     exited   3' \
+		'to1   acknowledged  /bin/sleep  timeout  124' \
+		'q1    queued        /bin/true   -        -' \
+		'ref1  refused       /bin/echo   exited   0' \
+		'slow  running       /bin/sleep  -        -')"
+	# a running run's ELAPSED is how long it has run; a finished one's DURATION
+	run --separate-stderr exec-inspect list all --json
+	assert_line --regexp '^\{"run_id":"slow","state":"running",.*"elapsed_ms":[0-9]+,"duration_ms":null,'
+	assert_line --regexp '^\{"run_id":"to1",.*"elapsed_ms":null,"duration_ms":[0-9]+,'
+	assert_line --regexp '^\{"run_id":"ok1","state":"finished","program":"/bin/true",.*"duration_ms":[0-9]+,'
+	# -o takes the header's names, or those of the JSON record
+	run --separate-stderr exec-inspect list all -o run_id,elapsed,duration
+	assert_success
+	assert_line --index 0 --regexp '^RUN_ID +ELAPSED +DURATION$'
+	assert_line --regexp '^to1 +- +[0-9]+ms$'
+	run --separate-stderr exec-inspect list all -o run_id,elapsed_ms,duration_ms
+	assert_success
+	assert_line --index 0 --regexp '^RUN_ID +ELAPSED +DURATION$'
+	# --failed: a non-zero exit and a timeout; not exit 0, not a queued or running run
+	run --separate-stderr exec-inspect list all --failed --ids
+	assert_output "$(printf 'f3\nto1')"
+	run --separate-stderr exec-inspect list receipts --failed --ids
+	assert_output "$(printf 'f3\nto1')"
+	run --separate-stderr exec-inspect list all --reverse --limit 2 --ids
+	assert_output "$(printf 'slow\nref1')"
+	run --separate-stderr exec-inspect list all --outcome timeout --ids
+	assert_output to1
+	run --separate-stderr exec-inspect list queued --failed
+	[ "$status" -eq "$EK_USAGE" ]
+	run --separate-stderr exec-inspect summary --failed
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "summary: the session, its dispatcher, the last heartbeat and its age, and whether a loop runs" {
+	local loop
+	start_dispatcher
+	open_session
+	exec-session heartbeat >/dev/null
+	run --separate-stderr exec-inspect summary
+	assert_success
+	assert_line "session: $(current_session) (incarnation $(sql "SELECT incarnation FROM sessions WHERE status = 'current'"))"
+	assert_line "dispatcher: $DISP_URL"
+	assert_line --regexp '^last heartbeat: [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}, [0-9]+(ms|s) ago$'
+	assert_line "loop: not running"
+	run --separate-stderr exec-inspect summary --json
+	assert_output --regexp "\"session\":\\{\"session_id\":\"$(current_session)\",\"incarnation\":\"inc-[0-9a-f]+\",\"dispatcher\":\"$DISP_URL\",\"last_beat_at\":[0-9]+,\"beat_age_ms\":[0-9]+\\},\"loop\":\\{\"alive\":false,\"pid\":null\\}"
+	# a scratch directory left by a dead loop, or naming a live process that
+	# is no loop (this test's shell), is no loop
+	mkdir "$EXEC_STATE_DIR/loop.999999999.aaaaaa" "$EXEC_STATE_DIR/loop.$$.bbbbbb"
+	run --separate-stderr exec-inspect summary --json
+	assert_output --partial '"loop":{"alive":false,"pid":null}'
+	# a loop on this state directory: alive while it runs (--state-dir on its
+	# command line, so teardown finds it), not once it has stopped
+	exec-loop --dispatcher "$DISP_URL" --state-dir "$EXEC_STATE_DIR" --tick 0.1 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	loop=$!
+	wait_until '[[ $(exec-inspect summary --json) == *"\"loop\":{\"alive\":true,\"pid\":$loop}"* ]]'
+	run --separate-stderr exec-inspect summary
+	assert_line "loop: running (exec-loop, pid $loop)"
+	kill -TERM "$loop"
+	wait "$loop"
+	run --separate-stderr exec-inspect summary
+	assert_line "loop: not running"
+	# no current session
+	run --separate-stderr exec-inspect summary --json
+	assert_output --partial '"session":null'
+	run --separate-stderr exec-inspect summary
+	assert_line "session: none current (exec-session open)"
+}

@@ -41,7 +41,9 @@ workload() {
 	j event exec-session heartbeat --json
 
 	# Accepting: from stdin (accepted, duplicate, conflict, invalid) and the feed.
-	submit "$(spec ok1)" "$(spec ok2 /bin/sh '["-c","exit 3"]')"
+	submit "$(spec ok1)"
+	j submit exec-dispatcher submit --json --port-file "$BATS_TEST_TMPDIR/disp.port" \
+		--store "$BATS_TEST_TMPDIR/disp.db" --id ok2 --txn-id t-ok2 -- /bin/sh -c 'exit 3'
 	j accept exec-accept --json --from-dispatcher
 	{ spec ok1; spec ok1 /bin/false; echo 'not json'; spec ref1; spec q-old /bin/true '[]' "$FAR"; } >"$OUT/in"
 	j accept exec-accept --json <"$OUT/in" && return 1   # 65: a conflict and an invalid line
@@ -109,7 +111,7 @@ workload() {
 	j lookup exec-inspect lookup nope --session "$WORKLOAD_SID" --json    # ABSENT
 	j summary exec-inspect summary --json
 	local kind id
-	for kind in quarantined unknown retained refused orphaned queued running receipts; do
+	for kind in quarantined unknown retained refused orphaned queued running receipts all; do
 		j "list_$kind" exec-inspect list "$kind" --json
 	done
 	for id in q-old u1 k-old ref1 ok1 q-new s2; do

@@ -106,6 +106,7 @@ in_child() {
 	local defs
 	defs=$(declare -f)
 	export DISP_URL DISP_PID EXEC_STATE_DIR BATS_TEST_TMPDIR BATS_FILE_TMPDIR SRC BUILD
+	export "${!EK_@}"   # the exit codes (helpers.bash), for the child's checks
 	bash -c "$defs"'
 set -eE
 trap '\''echo "drill failed at: $BASH_COMMAND (${FUNCNAME[0]:-top level}, line $LINENO)" >&2'\'' ERR

@@ -178,7 +178,8 @@ start_logging_dispatcher() {
 	[ "$(val "SELECT program FROM runs WHERE run_id = 'sq2'")" = "/no/such/$evil" ]
 	[ "$(val "SELECT json_extract(env, '\$.EVIL') FROM runs WHERE run_id = 'sq1'")" = "$evil" ]
 	[ "$(val "SELECT json_extract(args, '\$[0]') FROM runs WHERE run_id = 'sq2'")" = "$evil2" ]
-	exec-run start --wait >/dev/null
+	run exec-run start --wait                               # sq2 is unknown to the dispatcher: refused
+	[ "$status" -eq "$EK_PROTOCOL" ]
 	grep -qxF "EVIL=$evil" "$EXEC_STATE_DIR/out/sq1.stdout"      # the guest got it verbatim
 	grep -qxF "EVIL2=$evil2" "$EXEC_STATE_DIR/out/sq1.stdout"
 	grep -qxF "EXEC_TXN_ID=$evil" "$EXEC_STATE_DIR/out/sq1.stdout"
