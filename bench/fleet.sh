@@ -710,11 +710,16 @@ analyse() {
 			}
 		}
 		# the best sustained 5-s window of results recorded, in the recovery
+		# (a recovery shorter than that: its whole length, first sample to last)
 		for (i = 1; i <= ns; i++) {
 			if (st[i] <= ph["restart"] || st[i] > rend + 0.001 || su[i] != "up" || sres[i] == "-") continue
+			if (!w_first) w_first = i
+			w_last = i
 			for (k = i - 1; k >= 1 && st[k] > ph["restart"] && su[k] == "up" && sres[k] != "-"; k--)
 				if (st[i] - st[k] >= 5) { w5 = (sres[i] - sres[k]) / (st[i] - st[k]); if (w5 > r_res5) r_res5 = w5; break }
 		}
+		if (r_res5 == 0 && w_first && st[w_last] > st[w_first])
+			r_res5 = (sres[w_last] - sres[w_first]) / (st[w_last] - st[w_first])
 		steady = n1 ? s_rate / n1 : 0
 		printf "steady_rate=%.1f\n", steady
 		printf "steady_inflight=%.2f\nsteady_inflight_max=%d\n", (n1 ? s_fl / n1 : 0), s_flmax
