@@ -165,3 +165,23 @@ $BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
 	run grep -nE 'CHECK *\( *[a-z_]+ +IN\b' "$SRC"/schema/*.sql "$SRC"/schema/dispatcher/*.sql
 	assert_output ''
 }
+
+# A function that fails returns -1 with its ek_err filled (err.h); any
+# other negative value is a sentinel its callers must know by number
+# (runlog.c's "-2: stopped" was one).  An out-parameter or a named
+# constant says it instead.
+magic_returns() {
+	grep -nE 'return -[2-9][0-9]*;|[=!]= -[2-9][0-9]*\b' "$@" || true
+}
+
+@test "no C function returns a numbered negative sentinel" {
+	run magic_returns "$SRC"/libcommon/*.[ch] "$SRC"/cmd/*.[ch] "$SRC"/dispatcher/*.[ch]
+	assert_output ''
+}
+
+@test "the sentinel lint finds what it must" {
+	printf 'int f(void)\n{\n\treturn -2;\n}\nint g(int fd)\n{\n\treturn fd == -3 ? 0 : -1;\n}\n' >"$BATS_TEST_TMPDIR/s.c"
+	run magic_returns "$BATS_TEST_TMPDIR/s.c"
+	assert_output "3:	return -2;
+7:	return fd == -3 ? 0 : -1;"
+}
