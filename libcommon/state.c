@@ -302,22 +302,12 @@ state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *ba
     struct ek_err *e)
 {
 	char tmp[NAME_MAX + 1];
-	int rc, err;
 
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", base) >= (int)sizeof tmp) {
 		errno = ENAMETOOLONG;
 		return ek_fail(e, EK_SOFTWARE, "'%s/%s': name too long", to_path, base);
 	}
-	rc = linkat(from_fd, base, to_fd, tmp, 0);
-	if (rc < 0 && errno == EEXIST && unlinkat(to_fd, tmp, 0) == 0)
-		rc = linkat(from_fd, base, to_fd, tmp, 0);
-	if (rc == 0 && renameat(to_fd, tmp, to_fd, base) == 0)
-		return 0;
-	err = errno;
-	if (rc == 0)
-		unlinkat(to_fd, tmp, 0);
-	errno = err;
-	return err == ENOENT ? -1 : ek_fail(e, EK_IOERR, "link '%s/%s': %s", to_path, base, strerror(err));
+	return file_link_at(from_fd, base, to_fd, to_path, tmp, base, false, e);
 }
 
 static int

@@ -88,12 +88,13 @@ int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, cons
     mode_t mode, bool durable, struct ek_err *e);
 
 /* Replace BASE in directory TO_FD (TO_PATH names it in messages) with a
- * second link to file BASE of directory FROM_FD, atomically: a link
- * BASE.tmp (one left there is removed first), renamed over BASE.  The
- * same file under two names costs one inode, not two (on ext4 without a
- * journal, a new inode is what a new file costs most).  The caller keeps
- * FROM_FD's BASE from being replaced meanwhile.  0, or -1 (errno set; e
- * filled unless errno is ENOENT: TO_FD was removed). */
+ * second link to file BASE of directory FROM_FD, atomically, through
+ * file_link_at() (file.h) with the temporary link BASE.tmp; not durable,
+ * as the limits files it serves are not.  The same file under two names
+ * costs one inode, not two (on ext4 without a journal, a new inode is
+ * what a new file costs most).  The caller keeps FROM_FD's BASE from
+ * being replaced meanwhile.  0, or -1 (errno set, e filled; errno ENOENT:
+ * TO_FD was removed, which a caller may take for success). */
 int state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *base,
     struct ek_err *e);
 

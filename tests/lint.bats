@@ -185,3 +185,28 @@ magic_returns() {
 	assert_output "3:	return -2;
 7:	return fd == -3 ? 0 : -1;"
 }
+
+# One atomic writer (file.c): every whole file put in place under a name,
+# bytes or a second link, goes through file_replace_at() or file_link_at(),
+# whose one rename syncs the directory when asked to be durable.  A rename
+# or a link anywhere else is a second dance with its own guarantee.  The
+# supervisor log's rotation (svlog.c) renames a log aside, replacing
+# nothing a reader needs whole.
+second_writers() {
+	grep -nE '\b(renameat2?|rename|linkat|link)\(' "$@" | grep -v '^[^:]*svlog\.c:.*SVLOG_FILE' || true
+}
+
+@test "only file.c puts a file in place by rename or link" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.c' ! -name file.c | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run second_writers $c
+	assert_output ''
+}
+
+@test "the one-writer lint finds what it must" {
+	printf 'int f(void)\n{\n\tif (linkat(a, b, c, d, 0) < 0)\n\t\treturn -1;\n\treturn renameat(c, d, c, b);\n}\n' >"$BATS_TEST_TMPDIR/w.c"
+	run second_writers "$BATS_TEST_TMPDIR/w.c"
+	assert_output "3:	if (linkat(a, b, c, d, 0) < 0)
+5:	return renameat(c, d, c, b);"
+}
