@@ -26,10 +26,10 @@ spec_field(const char *k, json_t *v)
 
 	if (!strcmp(k, "run_id"))
 		return json_is_string(v) && is_run_id(json_string_value(v)) ? NULL :
-		    "run_id must be 1..128 bytes of [A-Za-z0-9._:-]";
+		    "run_id must be " RUN_ID_SHAPE;
 	if (!strcmp(k, "txn_id"))
-		return json_is_string(v) && json_string_length(v) >= 1 && json_string_length(v) <= 256 ?
-		    NULL : "txn_id must be a string of 1..256 bytes";
+		return json_is_string(v) && json_string_length(v) >= 1 && json_string_length(v) <= TXN_ID_MAX ?
+		    NULL : "txn_id must be a string of 1.." PROTO_STR(TXN_ID_MAX) " bytes";
 	if (!strcmp(k, "program"))
 		return json_is_string(v) && json_string_length(v) ? NULL : "program must be a non-empty string";
 	if (!strcmp(k, "cwd"))
@@ -397,7 +397,7 @@ h_client_new(struct req *rq)
 	    strlen(json_string_value(name)) != json_string_length(name))
 		return fail(rq, 400, "invalid", "the body must be {\"name\": a string of 1..%d"
 		    " bytes}", CLIENT_NAME_MAX);
-	if (random_hex(id, sizeof id, "cli-", 8) < 0 || random_hex(token, sizeof token, "", 32) < 0)
+	if (random_hex(id, sizeof id, "cli-", 8) < 0 || random_hex(token, sizeof token, "", SECRET_HEX / 2) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(token, strlen(token), sha);
 	if (tx_begin(rq) < 0)

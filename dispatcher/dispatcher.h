@@ -126,6 +126,7 @@
 
 #include "db.h"
 #include "err.h"
+#include "protocol.h"
 #include "random.h"
 
 /* "exec-dispatcher", defined beside main. */
@@ -458,8 +459,18 @@ handler_fn h_enroll_new;
 
 /* Is s exactly n hex digits (either case)? */
 bool is_hex(const char *s, size_t n);
-/* Is s a run id: 1..128 bytes of [A-Za-z0-9._:-]? */
+/* Is s a run id: 1..RUN_ID_MAX bytes of [A-Za-z0-9._:-]? */
 bool is_run_id(const char *s);
+
+/* Is path an operator's, below PROTO_ADMIN? */
+bool is_admin_path(const char *path);
+
+/* What follows PROTO_SESSIONS in path, from the '/' before the session
+ * id ("/SID/heartbeat"), or NULL for a path that is not below it. */
+const char *session_own(const char *path);
+
+/* Does s end with tail? */
+bool ends_with(const char *s, const char *tail);
 /* Is s one of the NULL-terminated words? */
 bool one_of(const char *s, const char *const *words);
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */

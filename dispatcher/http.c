@@ -23,7 +23,7 @@
 #include "clock.h"
 #include "dispatcher.h"
 
-enum { RESULT_MAX = 64 * 1024, V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };
+enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
 
 int
 fail(struct req *rq, int status, const char *code, const char *fmt, ...)
@@ -45,9 +45,9 @@ req_bearer(struct req *rq)
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+	if (!h || strncasecmp(h, PROTO_BEARER, strlen(PROTO_BEARER)) != 0)
 		return NULL;
-	for (h += 7; *h == ' '; h++)
+	for (h += strlen(PROTO_BEARER); *h == ' '; h++)
 		;
 	return *h ? h : NULL;
 }
@@ -299,19 +299,18 @@ enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
 static enum req_kind
 req_kind(const struct req *rq)
 {
-	size_t n = strlen(rq->path);
 	bool post = strcmp(rq->method, "POST") == 0;
+	const char *own = session_own(rq->path);   /* what follows /v1/sessions/SID */
 
-	if (strncmp(rq->path, "/admin/", 7) == 0)
+	if (is_admin_path(rq->path))
 		return RK_ADMIN;
-	if (strcmp(rq->path, "/v1/results") == 0)
+	if (strcmp(rq->path, PROTO_RESULTS) == 0)
 		return RK_RESULT;
-	if (post && strcmp(rq->path, "/v1/sessions") == 0)
+	if (post && strcmp(rq->path, PROTO_SESSIONS) == 0)
 		return RK_NEGOTIATE;
-	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && post && n > 10 &&
-	    strcmp(rq->path + n - 10, "/heartbeat") == 0)
+	if (own && post && ends_with(own, PROTO_S_HEARTBEAT))
 		return RK_HEARTBEAT;
-	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && n > 5 && strcmp(rq->path + n - 5, "/work") == 0)
+	if (own && ends_with(own, PROTO_S_WORK))
 		return RK_FEED;
 	return RK_OTHER;
 }
@@ -512,12 +511,11 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 		route_find(rq);
 	} else
 		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
-	rq->is_result = strcmp(rq->path, "/v1/results") == 0;
-	rq->limit = rq->is_result ? RESULT_MAX : strncmp(rq->path, "/admin/", 7) == 0 ?
-	    ADMIN_MAX : V1_MAX;
+	rq->is_result = strcmp(rq->path, PROTO_RESULTS) == 0;
+	rq->limit = rq->is_result ? RESULT_BODY_MAX : is_admin_path(rq->path) ? ADMIN_MAX : V1_MAX;
 	/* an /admin/ request without the admin token is refused before
 	 * anything else: it takes no fault and reaches no handler */
-	if (strncmp(rq->path, "/admin/", 7) == 0 && (rq->denied = auth_admin(rq)))
+	if (is_admin_path(rq->path) && (rq->denied = auth_admin(rq)))
 		rq->limit = 0;
 	else
 		rq->fault = fault_take(rq->path);
@@ -579,7 +577,7 @@ req_finish(struct req *rq)
 {
 	const char *id = rq->is_result && body_json(rq) ?
 	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
-	char run_id[129] = "";
+	char run_id[RUN_ID_MAX + 1] = "";
 	enum MHD_Result r;
 	int64_t turn_ms, t_us;
 	int n;

@@ -366,7 +366,7 @@ inspection_record(struct req *rq, const char *sid)
 int
 h_inspection_answer(struct req *rq)
 {
-	const char *p = rq->path + strlen("/v1/sessions/");
+	const char *p = session_own(rq->path) + 1;   /* the session id on */
 	char sid[200];
 	int status;
 

@@ -364,7 +364,7 @@ report_fault(struct req *rq, int status)
  * MAX_CONNECTIONS slots hold every run in flight. */
 static struct {
 	pthread_mutex_t mu;
-	struct { char run_id[129]; int cur; } v[MAX_CONNECTIONS];
+	struct { char run_id[RUN_ID_MAX + 1]; int cur; } v[MAX_CONNECTIONS];
 } flights = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 int

@@ -108,7 +108,7 @@ key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
 	if (r == 1)
 		return 0;
 	if (!key)
-		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
+		return fail(rq, 400, "invalid", "executor_key must be %d hex digits", EXECUTOR_KEY_HEX);
 	if ((r = enroll_take(rq, xid, json_string_value(json_object_get(rq->in, "enroll_token")))))
 		return r;   /* invariant 11: a new id is bound only when enrolled */
 	if (sql_exec(&rq->e, "INSERT INTO executor_keys(executor_id, key_sha256, bound_ms)"
@@ -153,11 +153,12 @@ h_negotiate(struct req *rq)
 		return 400;
 	if (backup && !json_is_boolean(backup))
 		return fail(rq, 400, "invalid", "restored must be true or false");
-	if (!xid || !is_hex(xid, 32))
-		return fail(rq, 400, "invalid", "executor_id must be 32 hex digits");
-	if (kv && (!key || !is_hex(key, 64)))   /* absent: key_prove() says what that means */
-		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
-	if (random_hex(sid, sizeof sid, "ses-", 8) < 0 || random_hex(cred, sizeof cred, "", 32) < 0)
+	if (!xid || !is_hex(xid, EXECUTOR_ID_HEX))
+		return fail(rq, 400, "invalid", "executor_id must be %d hex digits", EXECUTOR_ID_HEX);
+	if (kv && (!key || !is_hex(key, EXECUTOR_KEY_HEX)))   /* absent: key_prove() says what that means */
+		return fail(rq, 400, "invalid", "executor_key must be %d hex digits", EXECUTOR_KEY_HEX);
+	if (random_hex(sid, sizeof sid, "ses-", ISSUED_ID_HEX / 2) < 0 ||
+	    random_hex(cred, sizeof cred, "", SECRET_HEX / 2) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(cred, strlen(cred), cred_sha);
 	if (key)
@@ -307,7 +308,7 @@ h_adopt(struct req *rq)
 
 	if (!in)
 		return 400;
-	if (!old || !is_run_id(old) || strlen(old) > 64)   /* same alphabet as run ids */
+	if (!old || !is_run_id(old) || strlen(old) > ADOPTED_ID_MAX)   /* same alphabet as run ids */
 		return fail(rq, 400, "invalid", "session_id must name a session");
 	if (tx_begin(rq) < 0)
 		return 500;

@@ -24,7 +24,29 @@ is_hex(const char *s, size_t n)
 bool
 is_run_id(const char *s)
 {
-	return text_is_id(s, 1, 128);
+	return text_is_id(s, 1, RUN_ID_MAX);
+}
+
+bool
+is_admin_path(const char *path)
+{
+	return strncmp(path, PROTO_ADMIN, strlen(PROTO_ADMIN)) == 0;
+}
+
+const char *
+session_own(const char *path)
+{
+	size_t n = strlen(PROTO_SESSIONS);
+
+	return strncmp(path, PROTO_SESSIONS, n) == 0 && path[n] == '/' ? path + n : NULL;
+}
+
+bool
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
 bool

@@ -381,7 +381,7 @@ handback_check(json_t *in)
 		return "at most 1000 runs at once";
 	json_array_foreach(list, i, v)
 		if (!json_is_string(v) || !is_run_id(json_string_value(v)))
-			return "each run id must be 1..128 bytes of [A-Za-z0-9._:-]";
+			return "each run id must be " RUN_ID_SHAPE;
 	return NULL;
 }
 

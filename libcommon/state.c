@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "file.h"
 #include "random.h"
+#include "protocol.h"
 #include "state.h"
 
 struct schema_step { const char *name; const char *sql; };
@@ -328,7 +329,7 @@ create_schema(struct state *st, struct ek_err *e)
 {
 	char pragma[96];
 	char when[32];
-	char key[STATE_KEY_HEX + 1];
+	char key[EXECUTOR_KEY_HEX + 1];
 	int i, rc;
 
 	if (db_begin_write(&st->db, e) < 0)
@@ -338,8 +339,8 @@ create_schema(struct state *st, struct ek_err *e)
 			goto fail;
 	snprintf(pragma, sizeof pragma, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
 	    EK_APPLICATION_ID, SCHEMA_STEPS);
-	if (random_hex(st->executor_id, sizeof st->executor_id, "", 16) < 0 ||
-	    random_hex(key, sizeof key, "", STATE_KEY_HEX / 2) < 0) {
+	if (random_hex(st->executor_id, sizeof st->executor_id, "", EXECUTOR_ID_HEX / 2) < 0 ||
+	    random_hex(key, sizeof key, "", EXECUTOR_KEY_HEX / 2) < 0) {
 		ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		goto fail;
 	}
@@ -422,7 +423,7 @@ state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
 	db_done(&st->db, q);
 	if (rc < 0)
 		return -1;
-	if (strlen(out) != STATE_KEY_HEX || strspn(out, "0123456789abcdef") != STATE_KEY_HEX) {
+	if (strlen(out) != EXECUTOR_KEY_HEX || strspn(out, "0123456789abcdef") != EXECUTOR_KEY_HEX) {
 		explicit_bzero(out, n);
 		return ek_fail(e, EK_DATAERR, "%s: state has no executor key (damaged meta table); "
 		    "the dispatcher accepts this executor only with the key it was bound to",

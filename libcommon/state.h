@@ -98,10 +98,8 @@ int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, cons
 int state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *base,
     struct ek_err *e);
 
-enum { STATE_KEY_HEX = 64 };
-
 /* The executor's key (schema step 9): 64 hex digits and a NUL into out
- * (n > STATE_KEY_HEX).  A credential: what reads it sends it to the
+ * (n > EXECUTOR_KEY_HEX, protocol.h).  A credential: what reads it sends it to the
  * dispatcher at negotiation and wipes it; nothing prints it.  0, or -1
  * (EK_DATAERR if the state has none). */
 int state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e);

@@ -118,3 +118,61 @@ SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "ENVIRONMENT" 
 		man_section "$MANDIR/$t.1" FILES | grep -q '^\.I STATE/state.db$' || fail "$t.1: FILES"
 	done
 }
+
+# doc_endpoints FILE: "METHOD PATTERN" for each row of the endpoint table
+# (the "## Endpoints" section) of doc/protocol.md, {x} written as the
+# route table's "*"; sorted.
+doc_endpoints() {
+	awk '/^## / { on = ($0 == "## Endpoints") } on && /^\| [A-Z]+ \| `/' "$1" |
+		sed -E 's/^\| ([A-Z]+) \| `([^`]*)`.*/\1 \2/; s/\{[^}]*\}/*/g' | sort
+}
+
+# route_table FILE: "METHOD PATTERN" for each row of dispatcher/http.c's
+# routes[]; sorted.
+route_table() {
+	awk '/^} routes\[\] = \{/ { on = 1; next } on && /^};/ { on = 0 } on' "$1" |
+		sed -nE 's/^[[:space:]]*\{ "([A-Z]+)", "([^"]*)", h_[a-z_]+ \},$/\1 \2/p' | sort
+}
+
+@test "doc/protocol.md's endpoint table is the dispatcher's route table" {
+	doc_endpoints "$SRC/doc/protocol.md" >"$BATS_TEST_TMPDIR/doc"
+	route_table "$SRC/dispatcher/http.c" >"$BATS_TEST_TMPDIR/code"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/code")" -ge 20 ] || fail "route table not read: $(cat "$BATS_TEST_TMPDIR/code")"
+	diff -u "$BATS_TEST_TMPDIR/code" "$BATS_TEST_TMPDIR/doc" ||
+		fail "doc/protocol.md's endpoint table (+) differs from routes[] in dispatcher/http.c (-)"
+}
+
+@test "a real dispatcher serves every endpoint of doc/protocol.md's table" {
+	local m p out
+	start_dispatcher
+	while read -r m p; do
+		# the admin token: /admin/ takes it, /v1/ answers 401 to it (any
+		# answer but "no such endpoint" or "method not allowed" will do)
+		out=$(admin "$m" "${p//\*/x}") || fail "$m $p: no answer"
+		[[ $out != *'"error":"not_found"'* ]] || fail "$m $p: $out"
+		[[ $out != *'"error":"method_not_allowed"'* ]] || fail "$m $p: $out"
+	done < <(doc_endpoints "$SRC/doc/protocol.md")
+	# and the check can fail: a path the dispatcher does not serve
+	run admin GET /v1/nowhere
+	assert_output --partial '"error":"not_found"'
+}
+
+@test "every path libcommon/protocol.h names is part of a route" {
+	local name path
+	route_table "$SRC/dispatcher/http.c" | cut -d' ' -f2 >"$BATS_TEST_TMPDIR/patterns"
+	while read -r name path; do
+		grep -qF -- "$path" "$BATS_TEST_TMPDIR/patterns" || fail "$name $path: in no route"
+	done < <(sed -nE 's/^#define (PROTO_[A-Z_]+) "(\/[^"]*)".*/\1 \2/p' "$SRC/libcommon/protocol.h")
+	[ "$(sed -nE 's/^#define (PROTO_[A-Z_]+) "(\/[^"]*)".*/\1/p' "$SRC/libcommon/protocol.h" | wc -l)" -ge 10 ]
+}
+
+@test "the endpoint lints find what they must" {
+	printf '## Endpoints\n\n| method | path |\n|---|---|\n| GET | `/a/{id}/b` | x |\n| POST | `/c` | y |\n\n## Next\n\n| GET | `/not/this` | z |\n' >"$BATS_TEST_TMPDIR/p.md"
+	run doc_endpoints "$BATS_TEST_TMPDIR/p.md"
+	assert_output "GET /a/*/b
+POST /c"
+	printf 'static const struct route {\n\tint x;\n} routes[] = {\n\t{ "POST", "/c", h_c },\n\t{ "GET", "/a/*/b", h_ab },\n};\n\t{ "GET", "/after", h_no },\n' >"$BATS_TEST_TMPDIR/h.c"
+	run route_table "$BATS_TEST_TMPDIR/h.c"
+	assert_output "GET /a/*/b
+POST /c"
+}

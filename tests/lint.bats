@@ -210,3 +210,27 @@ second_writers() {
 	assert_output "3:	if (linkat(a, b, c, d, 0) < 0)
 5:	return renameat(c, d, c, b);"
 }
+
+# The endpoints' paths are named once, in libcommon/protocol.h, and the
+# dispatcher's route table (dispatcher/http.c's routes[] rows) spells its
+# patterns out; a path written anywhere else in C is a copy that can drift.
+# Help text (a line that is a string only) may name them for people.
+path_literals() {
+	grep -HnE '"[^"]*/(v1|admin)/|"/(heartbeat|work|receipts|adoptions|handback|inspections)"' "$@" |
+		grep -vE '^[^:]*:[0-9]+:[[:space:]]*(\{ "[A-Z]+", "/|")' || true
+}
+
+@test "no C file but protocol.h writes an endpoint's path" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.[ch]' ! -name protocol.h | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run path_literals $c
+	assert_output ''
+}
+
+@test "the path lint finds what it must" {
+	printf '\t{ "GET", "/v1/x", h_x },\n\tsnprintf(p, n, "/v1/sessions/%%s/work", sid);\n\t"  help: /admin/ requests\\n"\n\treturn session_call(st, o, "POST", "/heartbeat", b);\n' >"$BATS_TEST_TMPDIR/p.c"
+	run path_literals "$BATS_TEST_TMPDIR/p.c"
+	assert_output "$BATS_TEST_TMPDIR/p.c:2:	snprintf(p, n, \"/v1/sessions/%s/work\", sid);
+$BATS_TEST_TMPDIR/p.c:4:	return session_call(st, o, \"POST\", \"/heartbeat\", b);"
+}
