@@ -176,3 +176,70 @@ POST /c"
 	assert_output "GET /a/*/b
 POST /c"
 }
+
+# cited_paths FILE...: "FILE: PATH" for each path of the tree the files
+# cite (a directory of the tree, then a name with a known extension),
+# placeholders such as NAME and NNN left out.
+cited_paths() {
+	local f
+	for f in "$@"; do
+		grep -oE '(^|[^/A-Za-z0-9_.-])(doc|bench|libcommon|cmd|dispatcher|contrib|schema|scripts|tests|build-aux)/[A-Za-z0-9_./-]*\.(md|h|c|sh|bats|bash|sql|json|yml|png|service)\b' "$f" |
+			sed -E 's/^[^a-z]//' | grep -vE 'NAME|NNN' | sort -u | sed "s|^|$f: |"
+	done
+}
+
+@test "every file of the tree that README.md, HACKING.md and doc/*.md cite exists" {
+	local f p n=0
+	cd "$SRC"
+	while IFS= read -r line; do
+		f=${line%%: *} p=${line#*: }
+		n=$((n + 1))
+		[ -e "$p" ] || fail "$f cites $p, which does not exist"
+	done < <(cited_paths README.md HACKING.md doc/*.md)
+	[ "$n" -ge 100 ] || fail "only $n citations read"
+}
+
+# h2 FILE: the ## headings of FILE, outside code blocks.
+h2() {
+	awk '/^```/ { code = !code } !code && /^## / { sub(/^## /, ""); print }' "$1"
+}
+
+@test "README.md reads in order: what it is, install, quick start, daily use, then pointers" {
+	run h2 "$SRC/README.md"
+	assert_output "The tools
+How it fits together
+Install
+Quick start
+Daily use
+Performance
+Building and testing
+Where to read on"
+}
+
+# perf_tables FILE: how many tables README's Performance section holds,
+# and its rows that compare a before with an after ("→").
+perf_tables() {
+	awk '/^## / { on = ($0 == "## Performance") } on' "$1" |
+		awk '/^\|---/ { t++ } /^\|.*→/ { print "before/after row: " substr($0, 1, 60) } END { print t + 0 " table(s)" }'
+}
+
+@test "README's Performance section is one table of current figures; the history is bench/README.md's" {
+	run perf_tables "$SRC/README.md"
+	assert_output "1 table(s)"
+	grep -q "^## The README's figures, as they grew" "$SRC/bench/README.md"
+}
+
+@test "the README lints find what they must" {
+	printf '## Performance\n\n| a | b |\n|---|---|\n| x | 1 → 2 |\n\n| c |\n|---|\n\n## Next\n\n| d |\n|---|\n' >"$BATS_TEST_TMPDIR/R.md"
+	run perf_tables "$BATS_TEST_TMPDIR/R.md"
+	assert_output "before/after row: | x | 1 → 2 |
+2 table(s)"
+	printf 'see doc/nowhere.md and `libcommon/db.h`, not /usr/share/doc/x.md or tests/exec-NAME.bats\n' >"$BATS_TEST_TMPDIR/C.md"
+	run cited_paths "$BATS_TEST_TMPDIR/C.md"
+	assert_output "$BATS_TEST_TMPDIR/C.md: doc/nowhere.md
+$BATS_TEST_TMPDIR/C.md: libcommon/db.h"
+	printf '## A\n```\n## not\n```\n## B\n' >"$BATS_TEST_TMPDIR/H.md"
+	run h2 "$BATS_TEST_TMPDIR/H.md"
+	assert_output "A
+B"
+}
