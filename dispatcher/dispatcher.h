@@ -127,6 +127,7 @@
 #include "db.h"
 #include "err.h"
 #include "protocol.h"
+#include "text.h"
 #include "random.h"
 
 /* "exec-dispatcher", defined beside main. */
@@ -457,8 +458,6 @@ handler_fn h_enroll_new;
 
 /* ---- util.c --------------------------------------------------------- */
 
-/* Is s exactly n hex digits (either case)? */
-bool is_hex(const char *s, size_t n);
 /* Is s a run id: 1..RUN_ID_MAX bytes of [A-Za-z0-9._:-]? */
 bool is_run_id(const char *s);
 
@@ -471,8 +470,6 @@ const char *session_own(const char *path);
 
 /* Does s end with tail? */
 bool ends_with(const char *s, const char *tail);
-/* Is s one of the NULL-terminated words? */
-bool one_of(const char *s, const char *const *words);
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

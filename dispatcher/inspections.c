@@ -282,7 +282,7 @@ answer_fields_check(json_t *a, const char *outcome)
 				return "evidence must be a string of at most 512 bytes";
 			continue;
 		}
-		if (!one_of(k, allowed))
+		if (!text_word_in(k, allowed))
 			return "a field the answer's outcome does not have";
 	}
 	for (i = 0; allowed[i]; i++)
@@ -303,7 +303,7 @@ answer_check(json_t *a, const char *run_id)
 	const char *o = json_string_value(json_object_get(a, "outcome")), *why;
 	const char *r = json_string_value(json_object_get(a, "run_id"));
 
-	if (!json_is_object(a) || !o || !one_of(o, outcomes))
+	if (!json_is_object(a) || !o || !text_word_in(o, outcomes))
 		return "outcome must be FOUND, FILTERED, ABSENT or ERROR";
 	if ((why = answer_fields_check(a, o)))
 		return why;

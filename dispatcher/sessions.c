@@ -153,9 +153,9 @@ h_negotiate(struct req *rq)
 		return 400;
 	if (backup && !json_is_boolean(backup))
 		return fail(rq, 400, "invalid", "restored must be true or false");
-	if (!xid || !is_hex(xid, EXECUTOR_ID_HEX))
+	if (!xid || !text_is_xdigits(xid, EXECUTOR_ID_HEX))
 		return fail(rq, 400, "invalid", "executor_id must be %d hex digits", EXECUTOR_ID_HEX);
-	if (kv && (!key || !is_hex(key, EXECUTOR_KEY_HEX)))   /* absent: key_prove() says what that means */
+	if (kv && (!key || !text_is_xdigits(key, EXECUTOR_KEY_HEX)))   /* absent: key_prove() says what that means */
 		return fail(rq, 400, "invalid", "executor_key must be %d hex digits", EXECUTOR_KEY_HEX);
 	if (random_hex(sid, sizeof sid, "ses-", ISSUED_ID_HEX / 2) < 0 ||
 	    random_hex(cred, sizeof cred, "", SECRET_HEX / 2) < 0)

@@ -11,17 +11,6 @@
 #include "text.h"
 
 bool
-is_hex(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
-			return false;
-	return s[n] == '\0';
-}
-
-bool
 is_run_id(const char *s)
 {
 	return text_is_id(s, 1, RUN_ID_MAX);
@@ -47,15 +36,6 @@ ends_with(const char *s, const char *tail)
 	size_t n = strlen(s), t = strlen(tail);
 
 	return n >= t && strcmp(s + n - t, tail) == 0;
-}
-
-bool
-one_of(const char *s, const char *const *words)
-{
-	for (; *words; words++)
-		if (strcmp(s, *words) == 0)
-			return true;
-	return false;
 }
 
 void

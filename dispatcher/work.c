@@ -255,7 +255,7 @@ receipts_check(json_t *list)
 		if (!json_is_string(json_object_get(r, "run_id")) ||
 		    !json_is_string(json_object_get(r, "receipt")))
 			return "each receipt needs string run_id and receipt";
-		if (!o || !one_of(o, outcomes))
+		if (!o || !text_word_in(o, outcomes))
 			return "outcome must be accepted, duplicate, conflict or invalid";
 	}
 	return NULL;

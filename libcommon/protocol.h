@@ -29,6 +29,10 @@ enum {
 	RESULT_BODY_MAX = 64 * 1024  /* the most a POST /v1/results body may hold */
 };
 
+/* A result's outcomes, as POST /v1/results carries them, to initialize a
+ * NULL-terminated list: const char *const x[] = PROTO_OUTCOMES. */
+#define PROTO_OUTCOMES { "exited", "killed", "timeout", "cancelled", "exec_failed", NULL }
+
 /* The endpoints' paths (doc/protocol.md, "Endpoints").  A session's own
  * endpoints are PROTO_SESSIONS "/" SID followed by one of the PROTO_S_*. */
 #define PROTO_SESSIONS "/v1/sessions"

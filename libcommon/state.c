@@ -14,6 +14,7 @@
 #include "random.h"
 #include "protocol.h"
 #include "state.h"
+#include "text.h"
 
 struct schema_step { const char *name; const char *sql; };
 #include "schema_sql.h"
@@ -423,7 +424,7 @@ state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
 	db_done(&st->db, q);
 	if (rc < 0)
 		return -1;
-	if (strlen(out) != EXECUTOR_KEY_HEX || strspn(out, "0123456789abcdef") != EXECUTOR_KEY_HEX) {
+	if (!text_is_hex(out, EXECUTOR_KEY_HEX)) {
 		explicit_bzero(out, n);
 		return ek_fail(e, EK_DATAERR, "%s: state has no executor key (damaged meta table); "
 		    "the dispatcher accepts this executor only with the key it was bound to",

@@ -1,4 +1,5 @@
 /* wire — see wire.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -169,7 +170,7 @@ walk_chunks(const char *b, size_t n, bool eof, char *out, size_t *size, size_t *
 		}
 		len = 0;
 		for (digits = 0; p + digits < n && b[p + digits] &&
-		    strchr("0123456789abcdefABCDEF", b[p + digits]); digits++) {
+		    isxdigit((unsigned char)b[p + digits]); digits++) {
 			if (digits == 15) {
 				*why = "a chunk size over 15 hex digits";
 				return -1;

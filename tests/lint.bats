@@ -234,3 +234,26 @@ path_literals() {
 	assert_output "$BATS_TEST_TMPDIR/p.c:2:	snprintf(p, n, \"/v1/sessions/%s/work\", sid);
 $BATS_TEST_TMPDIR/p.c:4:	return session_call(st, o, \"POST\", \"/heartbeat\", b);"
 }
+
+# One hex check (text.h: text_is_hex, text_is_xdigits): an id's or a
+# key's digits were checked three ways in three places.  The digits'
+# alphabet as a whole string anywhere else is another copy (wire.c's
+# chunk sizes and address literals have their own alphabets).
+hex_copies() {
+	grep -HnE '"0123456789abcdef(ABCDEF)?"' "$@" || true
+}
+
+@test "no C file but text.c checks hex digits itself" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.[ch]' ! -name text.c | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run hex_copies $c
+	assert_output ''
+}
+
+@test "the hex lint finds what it must" {
+	printf '\tif (strspn(s, "0123456789abcdef") != 64)\n\tif (!strchr("0123456789abcdefABCDEF", c))\n\tn = strspn(h, "0123456789abcdefABCDEF:.");\n' >"$BATS_TEST_TMPDIR/x.c"
+	run hex_copies "$BATS_TEST_TMPDIR/x.c"
+	assert_output "$BATS_TEST_TMPDIR/x.c:1:	if (strspn(s, \"0123456789abcdef\") != 64)
+$BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
+}
