@@ -28,9 +28,10 @@
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
- * on_request() for every request.  The request body is collected (with a
- * cap), a queued fault may be taken, then a handler from the route table
- * answers.  Every handler that touches the store does so between
+ * on_request() for every request.  The request is looked up once in the
+ * route table, whose row gives its handler, its kind (for the counters and
+ * the gate) and its body's cap; the body is collected up to that cap, a
+ * queued fault may be taken, then the row's handler answers.  Every handler that touches the store does so between
  * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
  * mutex, one transaction per request, so handlers see a consistent store.
  * A handler that writes takes the write lock, and lapsed leases are
@@ -468,8 +469,6 @@ bool is_admin_path(const char *path);
  * id ("/SID/heartbeat"), or NULL for a path that is not below it. */
 const char *session_own(const char *path);
 
-/* Does s end with tail? */
-bool ends_with(const char *s, const char *tail);
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

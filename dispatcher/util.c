@@ -30,14 +30,6 @@ session_own(const char *path)
 	return strncmp(path, PROTO_SESSIONS, n) == 0 && path[n] == '/' ? path + n : NULL;
 }
 
-bool
-ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), t = strlen(tail);
-
-	return n >= t && strcmp(s + n - t, tail) == 0;
-}
-
 void
 say(const char *fmt, ...)
 {

@@ -131,7 +131,7 @@ doc_endpoints() {
 # routes[]; sorted.
 route_table() {
 	awk '/^} routes\[\] = \{/ { on = 1; next } on && /^};/ { on = 0 } on' "$1" |
-		sed -nE 's/^[[:space:]]*\{ "([A-Z]+)", "([^"]*)", h_[a-z_]+ \},$/\1 \2/p' | sort
+		sed -nE 's/^[[:space:]]*\{ "([A-Z]+)", "([^"]*)", h_[a-z_]+(, [A-Z_0-9]+)* \},$/\1 \2/p' | sort
 }
 
 @test "doc/protocol.md's endpoint table is the dispatcher's route table" {
@@ -171,7 +171,7 @@ route_table() {
 	run doc_endpoints "$BATS_TEST_TMPDIR/p.md"
 	assert_output "GET /a/*/b
 POST /c"
-	printf 'static const struct route {\n\tint x;\n} routes[] = {\n\t{ "POST", "/c", h_c },\n\t{ "GET", "/a/*/b", h_ab },\n};\n\t{ "GET", "/after", h_no },\n' >"$BATS_TEST_TMPDIR/h.c"
+	printf 'static const struct route {\n\tint x;\n} routes[] = {\n\t{ "POST", "/c", h_c, RK_OTHER, V1_MAX },\n\t{ "GET", "/a/*/b", h_ab },\n};\n\t{ "GET", "/after", h_no },\n' >"$BATS_TEST_TMPDIR/h.c"
 	run route_table "$BATS_TEST_TMPDIR/h.c"
 	assert_output "GET /a/*/b
 POST /c"
