@@ -256,6 +256,14 @@ int fail(struct req *rq, int status, const char *code, const char *fmt, ...)
 int fail_over(struct req *rq, const char *status);
 /* Answer 500 for the store error in rq->e; the transaction will roll back. */
 int internal(struct req *rq);
+/* A handler's transaction on the store (store_begin() and the like), each
+ * failure answered 500: tx_begin() locks, begins a write and expires
+ * lapsed leases; tx_read() begins a read; each 0, or -1 with 500 set.
+ * tx_end() commits (or rolls back after an internal error, or ends a
+ * read), unlocks, and returns the final status. */
+int tx_begin(struct req *rq);
+int tx_read(struct req *rq);
+int tx_end(struct req *rq, int status);
 /* Set rq->out to obj (NULL → 500); return status. */
 int answer(struct req *rq, int status, json_t *obj);
 /* The request body as JSON (parsed once); NULL with a 400 answer set. */
@@ -312,18 +320,21 @@ const char *col(sqlite3_stmt *st, int i);
 json_t *col_json(sqlite3_stmt *st, int i);
 /* Select rows with sql (bound to arg unless NULL) into obj[key] as a list
  * of objects named by names (integers stay integers); 0 or -1. */
-int rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, const char *arg,
+int rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const char *arg,
     const char *const *names);
 
-/* Lock the store, begin a write and expire lapsed leases; -1 with 500 set. */
-int tx_begin(struct req *rq);
+/* Lock the store, begin a write and expire lapsed leases: 0, or -1 (e
+ * filled, the store unlocked again).  The store answers no request: a
+ * handler's failure is told by tx_begin() (http.c), which calls this. */
+int store_begin(struct ek_err *e);
 /* Lock the store and begin a read: one snapshot, no write lock, no
- * expiry written (queries read lapsed leases through SESSION_STATUS);
- * -1 with 500 set.  Ended by tx_end() as a write is. */
-int tx_read(struct req *rq);
-/* Commit (or roll back after an internal error, or end a read) and
- * unlock; final status. */
-int tx_end(struct req *rq, int status);
+ * expiry written (queries read lapsed leases through SESSION_STATUS).
+ * 0, or -1 (e filled, unlocked).  Ended by store_end() as a write is. */
+int store_begin_read(struct ek_err *e);
+/* End what store_begin*() began and unlock: a write is committed when
+ * commit is set, else rolled back; a read is ended.  0, or -1 (e filled)
+ * when the commit failed. */
+int store_end(bool commit, struct ek_err *e);
 
 /* ---- faults.c ------------------------------------------------------- */
 

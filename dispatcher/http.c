@@ -69,6 +69,32 @@ internal(struct req *rq)
 }
 
 int
+tx_begin(struct req *rq)
+{
+	if (store_begin(&rq->e) == 0)
+		return 0;
+	internal(rq);
+	return -1;
+}
+
+int
+tx_read(struct req *rq)
+{
+	if (store_begin_read(&rq->e) == 0)
+		return 0;
+	internal(rq);
+	return -1;
+}
+
+int
+tx_end(struct req *rq, int status)
+{
+	if (store_end(!rq->rollback && status < 500, &rq->e) < 0)
+		status = -1;
+	return status < 0 ? internal(rq) : status;
+}
+
+int
 answer(struct req *rq, int status, json_t *obj)
 {
 	json_decref(rq->out);

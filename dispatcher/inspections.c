@@ -248,7 +248,7 @@ h_inspection_list(struct req *rq)
 	if ((status = sess_gate(rq, rq->arg, NULL, false)))
 		return tx_end(rq, status);
 	out = json_object();
-	if (rows_into(rq, out, "inspections", "SELECT inspection_id, run_id, session_id"
+	if (rows_into(&rq->e, out, "inspections", "SELECT inspection_id, run_id, session_id"
 	    " FROM inspections WHERE session_id=? AND status='pending'"
 	    " ORDER BY created_ms, rowid LIMIT 32", rq->arg, names) < 0) {
 		json_decref(out);

@@ -257,3 +257,25 @@ hex_copies() {
 	assert_output "$BATS_TEST_TMPDIR/x.c:1:	if (strspn(s, \"0123456789abcdef\") != 64)
 $BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
 }
+
+# The dispatcher's bottom layer (util.c, store.c) knows no request: it
+# fills a struct ek_err and returns, and the request's layer (http.c's
+# tx_begin(), tx_end(), internal()) turns that into an answer; store.c's
+# tx_begin() used to answer 500 itself.
+request_in_bottom() {
+	grep -HnE 'struct req\b|\brq->|\b(fail|fail_over|internal|answer|respond|tx_begin|tx_read|tx_end)\(' "$@" |
+		grep -vE '^[^:]*:[0-9]+:[[:space:]]*/?\*' || true   # a comment may name them
+}
+
+@test "the dispatcher's util.c and store.c know no request and answer none" {
+	run request_in_bottom "$SRC"/dispatcher/util.c "$SRC"/dispatcher/store.c
+	assert_output ''
+}
+
+@test "the dispatcher's bottom-layer lint finds what it must" {
+	printf '/* tx_begin(): the request layer'"'"'s */\nint\ntx_begin(struct req *rq)\n{\n\tif (store_begin(&rq->e) < 0)\n\t\treturn internal(rq);\n\treturn sql_exec(e, "x", "");\n}\n' >"$BATS_TEST_TMPDIR/store.c"
+	run request_in_bottom "$BATS_TEST_TMPDIR/store.c"
+	assert_output "$BATS_TEST_TMPDIR/store.c:3:tx_begin(struct req *rq)
+$BATS_TEST_TMPDIR/store.c:5:	if (store_begin(&rq->e) < 0)
+$BATS_TEST_TMPDIR/store.c:6:		return internal(rq);"
+}
