@@ -13,8 +13,9 @@
  *                  query helpers, one transaction per request (a read
  *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
- *   sessions.c     negotiation, heartbeat, close, adoption; the gate;
- *                  settlement of an ended session's runs: asked about
+ *   sessions.c     negotiation, heartbeat, close, adoption; the session
+ *                  gate every session-bound request passes
+ *   settle.c       settlement of an ended session's runs: asked about
  *                  through its executor's current session, settled on the
  *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
@@ -368,6 +369,8 @@ int sess_load(struct req *rq, const char *sid, struct sess *s);
 int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401);
 
 handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
+
+/* ---- settle.c ------------------------------------------------------- */
 
 /* Ask, through current session sid, about the unsettled runs of its
  * executor's ended sessions (past --settle-after-ms), as far as the

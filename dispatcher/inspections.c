@@ -14,7 +14,7 @@
  * names the session it asks about, and only the client that asked an
  * inspection reads it (invariant 6): to any other it does not exist.
  *
- * The dispatcher asks too (settle_ask() in sessions.c, as the reserved
+ * The dispatcher asks too (settle_ask() in settle.c, as the reserved
  * client cli-settlement): its inspections wait in the same table, are
  * listed and answered exactly like a client's, and their answers also go
  * to settle_answer().  No client reads them.

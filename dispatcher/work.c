@@ -13,7 +13,7 @@
  * (handed_back or requeued): the feed never hands it out again and its
  * results are refused (results.c), so the transaction is charged at most
  * once (invariant 8).  A session hands back its own runs with
- * POST /v1/sessions/{sid}/handback; settlement (sessions.c) re-queues an
+ * POST /v1/sessions/{sid}/handback; settlement (settle.c) re-queues an
  * ended session's runs on its executor's answer.
  */
 #include <errno.h>
