@@ -8,7 +8,8 @@
  * tests/docs.bats ties the three together: every endpoint of
  * doc/protocol.md's endpoint table is a row of the dispatcher's route table
  * (dispatcher/http.c) and the other way round, a real dispatcher answers
- * each of them, and every path below is part of a route.
+ * each of them, and every path below is part of a route; tests/lint.bats
+ * refuses an endpoint's path written in C anywhere else.
  */
 #ifndef EK_PROTOCOL_H
 #define EK_PROTOCOL_H

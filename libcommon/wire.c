@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "protocol.h"
 #include "wire.h"
 
 #define LINE_MAX_CHUNK 1024                              /* a chunk-size line */
@@ -538,7 +539,7 @@ request_head(const char *method, const struct target *t, const char *bearer, con
 	if (body)
 		snprintf(cl, sizeof cl, "Content-Type: application/json\r\nContent-Length: %zu\r\n", len);
 	k = asprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n%s%s%s%s\r\n",
-	    method, t->path, t->authority, cl, bearer ? "Authorization: Bearer " : "", bearer ? bearer : "",
+	    method, t->path, t->authority, cl, bearer ? "Authorization: " PROTO_BEARER : "", bearer ? bearer : "",
 	    bearer ? "\r\n" : "");
 	if (k < 0)
 		return NULL;
