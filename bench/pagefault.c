@@ -1,8 +1,8 @@
 /*
  * pagefault.c — what a page costs the first time it is touched, one fault
  * at a time against all of them mapped by one madvise(MADV_POPULATE_WRITE)
- * (Linux 5.14).  Behind libcommon/prefault.c; see README.md, "Page faults
- * at start".
+ * (Linux 5.14).  Behind libcommon/prefault.c; see bench/README.md,
+ * "Page faults at start".
  *
  *   cc -O2 -o pagefault bench/pagefault.c && ./pagefault 64
  *

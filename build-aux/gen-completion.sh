@@ -16,7 +16,7 @@
 #   option values     the metavariable after each option in the help text
 #                     (DIR, FILE, SID, RUN_ID, KIND, ...)
 #   list kinds        libcommon/inspect.c inspect_list_kinds[]
-#   outcomes          libcommon/inspect.c inspect_outcomes[] (--outcome)
+#   outcomes          libcommon/protocol.h PROTO_OUTCOMES (--outcome)
 #   columns (-o)      exec-inspect list KIND: the fields of record list_KIND
 #                     in doc/json.md (tests/json-doc.bats holds them to the
 #                     real output); exec-session show: show_columns[] of
@@ -180,9 +180,9 @@ tools=
 kinds=$(awk '/inspect_list_kinds\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' \
 	"$src/libcommon/inspect.c" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
 [ -n "$kinds" ] || { echo "gen-completion: no inspect_list_kinds in $src/libcommon/inspect.c" >&2; exit 1; }
-outcomes=$(awk '/inspect_outcomes\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' \
-	"$src/libcommon/inspect.c" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
-[ -n "$outcomes" ] || { echo "gen-completion: no inspect_outcomes in $src/libcommon/inspect.c" >&2; exit 1; }
+outcomes=$(sed -n 's/^#define PROTO_OUTCOMES //p' "$src/libcommon/protocol.h" |
+	grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
+[ -n "$outcomes" ] || { echo "gen-completion: no PROTO_OUTCOMES in $src/libcommon/protocol.h" >&2; exit 1; }
 
 # Bash assignments _execkit_columns["exec-inspect list KIND"] from the
 # field tables of doc/json.md's list_KIND records, and for exec-session show.

@@ -21,6 +21,7 @@
 #include "client.h"
 #include "clock.h"
 #include "dispatcher-submit.h"
+#include "protocol.h"
 #include "dispatcher/dispatcher.h"
 #include "err.h"
 #include "http.h"
@@ -162,7 +163,7 @@ verdict(const char *url, const char *run_id, const struct http_reply *r, struct 
 	o = r->status == 200 && r->body ? json_loads(r->body, 0, NULL) : NULL;
 	if (!json_is_integer(json_object_get(o, "duplicates"))) {
 		json_decref(o);
-		return ek_fail(e, EK_PROTOCOL, "%s: unexpected answer %ld to POST /admin/runs", url,
+		return ek_fail(e, EK_PROTOCOL, "%s: unexpected answer %ld to POST " PROTO_ADMIN_RUNS, url,
 		    r->status);
 	}
 	dup = json_integer_value(json_object_get(o, "duplicates")) > 0;
@@ -208,7 +209,7 @@ submit_run(const char *prog, const struct submit_opts *o)
 	if (!(body = checked_body(o, run_id, &e)) || base_url(o, base, sizeof base, &e) < 0 ||
 	    auth_token_load(o->store, o->token_file, token, sizeof token, &e) < 0)
 		goto out;
-	snprintf(url, sizeof url, "%s/admin/runs", base);
+	snprintf(url, sizeof url, "%s" PROTO_ADMIN_RUNS, base);
 	if (http_request("POST", url, token, body, strlen(body), CLIENT_TIMEOUT_MS, &r, &e) < 0 ||
 	    (rc = verdict(base, run_id, &r, &e)) < 0)
 		goto out;

@@ -28,6 +28,7 @@
 #include "crash.h"
 #include "jsonout.h"
 #include "progress.h"
+#include "protocol.h"
 #include "runs.h"
 #include "session.h"
 #include "state.h"
@@ -536,7 +537,7 @@ pull_feed(struct state *st, const struct session *s, const struct opts *o, json_
 	left = since + o->wait_ms - mono_ms();   /* what the room left of the wait */
 	if (left < 0)
 		left = 0;
-	snprintf(path, sizeof path, "/v1/sessions/%s/work?max=%lld&wait_ms=%lld", s->b.session_id,
+	snprintf(path, sizeof path, PROTO_SESSIONS "/%s" PROTO_S_WORK "?max=%lld&wait_ms=%lld", s->b.session_id,
 	    (long long)max, (long long)left);
 	rc = client_call(s->dispatcher, "GET", path, cred, NULL, o->timeout_ms + left, feed,
 	    NULL, e);
@@ -564,7 +565,7 @@ send_receipts(struct state *st, const struct session *s, const struct opts *o, j
 		return 0;
 	if (session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
-	snprintf(path, sizeof path, "/v1/sessions/%s/receipts", s->b.session_id);
+	snprintf(path, sizeof path, PROTO_SESSIONS "/%s" PROTO_S_RECEIPTS, s->b.session_id);
 	body = json_pack("{s:O}", "receipts", receipts);
 	rc = client_call(s->dispatcher, "POST", path, cred, body, o->timeout_ms, &ans, NULL, e);
 	memset(cred, 0, sizeof cred);

@@ -343,7 +343,7 @@ parse_args(int argc, char **argv, bool *submit)
 	if (submit_only)
 		return cli_usage_error(PROG, "--%s goes with submit", submit_only);
 	if (dsp.cfg.incarnation && !(strncmp(dsp.cfg.incarnation, "inc-", 4) == 0 &&
-	    is_hex(dsp.cfg.incarnation + 4, 16)))
+	    text_is_xdigits(dsp.cfg.incarnation + 4, ISSUED_ID_HEX)))
 		return cli_usage_error(PROG, "--incarnation: '%s' is not inc- + 16 hex digits",
 		    dsp.cfg.incarnation);
 	return -1;

@@ -531,27 +531,6 @@ static const struct command {
 	{ "ids", cmd_ids, "SET", INSPECT_VIEW },
 };
 
-static bool
-outcome_known(const char *name)
-{
-	const char *const *k;
-
-	for (k = inspect_outcomes; *k; k++)
-		if (strcmp(*k, name) == 0)
-			return true;
-	return false;
-}
-
-static bool
-list_kind_known(const char *kind)
-{
-	const char *const *k;
-
-	for (k = inspect_list_kinds; *k; k++)
-		if (strcmp(*k, kind) == 0)
-			return true;
-	return false;
-}
 
 /* Operands: COMMAND [ARG]; which commands take which options. */
 static int check_options(const struct opts *o);
@@ -559,15 +538,17 @@ static int check_options(const struct opts *o);
 static int
 check_operands(int argc, char **argv, struct opts *o)
 {
+	char names[256];
+
 	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (lookup, summary, list, show, logs, "
-		    "metrics or relay)");
+		return cli_usage_error(PROG, "missing command (%s)",
+		    cli_command_names(names, sizeof names, CLI_TABLE(commands)));
 	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
 		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
 	optind++;
-	if (o->cmd->run == cmd_list && optind < argc && !list_kind_known(argv[optind]))
-		return cli_usage_error(PROG, "unknown list '%s' (quarantined, unknown, retained, refused, "
-		    "orphaned, queued, running, receipts or all)", argv[optind]);
+	if (o->cmd->run == cmd_list && optind < argc && !text_word_in(argv[optind], inspect_list_kinds))
+		return cli_usage_error(PROG, "unknown list '%s' (%s)", argv[optind],
+		    text_join(names, sizeof names, inspect_list_kinds));
 	if (o->cmd->operand && optind == argc)
 		return cli_usage_error(PROG, "%s needs a %s", o->cmd->name, o->cmd->operand);
 	o->arg = o->cmd->operand ? argv[optind++] : NULL;
@@ -619,6 +600,7 @@ check_options(const struct opts *o)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
+	char words[128];
 	int c, rc;
 
 	o->timeout_ms = 5000;
@@ -649,9 +631,9 @@ parse_args(int argc, char **argv, struct opts *o)
 				    "e.g. 30d, 12h, 90m or 3600s", optarg);
 			break;
 		case OPT_OUTCOME:
-			if (!outcome_known(optarg))
-				return cli_usage_error(PROG, "--outcome: unknown outcome '%s' (exited, killed, "
-				    "timeout, cancelled or exec_failed)", optarg);
+			if (!text_word_in(optarg, inspect_outcomes))
+				return cli_usage_error(PROG, "--outcome: unknown outcome '%s' (%s)", optarg,
+				    text_join(words, sizeof words, inspect_outcomes));
 			o->outcome = optarg;
 			break;
 		case OPT_OUTPUT:

@@ -23,6 +23,7 @@
 #include "inspect.h"
 #include "jsonout.h"
 #include "notice.h"
+#include "protocol.h"
 #include "result.h"
 #include "runs.h"
 #include "session.h"
@@ -208,7 +209,7 @@ read_enroll_token(const char *path, bool optional, char *tok, size_t n, struct e
 static int
 negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e)
 {
-	char key[STATE_KEY_HEX + 1], tok[ENROLL_TOKEN_MAX + 2] = "";
+	char key[EXECUTOR_KEY_HEX + 1], tok[ENROLL_TOKEN_MAX + 2] = "";
 	int64_t starts;
 	bool backup;
 	json_t *req;
@@ -227,7 +228,7 @@ negotiate(struct state *st, const struct opts *o, json_t **ans, struct ek_err *e
 	explicit_bzero(tok, sizeof tok);
 	if (!req)
 		return ek_fail(e, EK_OSERR, "out of memory");
-	rc = client_call(o->dispatcher, "POST", "/v1/sessions", NULL, req, o->timeout_ms, ans, NULL, e);
+	rc = client_call(o->dispatcher, "POST", PROTO_SESSIONS, NULL, req, o->timeout_ms, ans, NULL, e);
 	json_decref(req);
 	return rc;
 }
@@ -277,7 +278,7 @@ session_call(struct state *st, const struct opts *o, const char *method, const c
 	if (session_require(st, NULL, s, e) < 0 ||
 	    session_credential(st, &s->b, cred, sizeof cred, e) < 0)
 		return -1;
-	snprintf(path, sizeof path, "/v1/sessions/%s%s", s->b.session_id, what);
+	snprintf(path, sizeof path, PROTO_SESSIONS "/%s%s", s->b.session_id, what);
 	rc = client_call(s->dispatcher, method, path, cred, body, o->timeout_ms, ans, over, e);
 	memset(cred, 0, sizeof cred);
 	if (rc < 0 && over[0]) {
@@ -339,7 +340,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 
 	if (notice_body(st, &body, &upto, e) < 0)
 		return -1;
-	rc = session_call(st, o, "POST", "/heartbeat", body, &ans, &s, e);
+	rc = session_call(st, o, "POST", PROTO_S_HEARTBEAT, body, &ans, &s, e);
 	json_decref(body);
 	if (rc < 0 && e->code == EK_NOSESSION && s.status[0] && strcmp(s.status, "current") != 0)
 		say_over(o, &s);
@@ -418,7 +419,7 @@ hand_back(struct state *st, const struct opts *o, struct session *s, struct ek_e
 		crash_point("handback-marked");
 		req = json_pack("{s:o}", "runs", ids);
 		ans = NULL;
-		rc = session_call(st, o, "POST", "/handback", req, &ans, s, e);
+		rc = session_call(st, o, "POST", PROTO_S_HANDBACK, req, &ans, s, e);
 		json_decref(req);
 		if (rc == 0)
 			crash_point("handback-acked");
@@ -488,7 +489,7 @@ adopt_one(struct state *st, const struct opts *o, struct session *cur, const str
     int64_t *n, struct ek_err *e)
 {
 	json_t *req = json_pack("{s:s}", "session_id", old->b.session_id), *ans = NULL;
-	int rc = session_call(st, o, "POST", "/adoptions", req, &ans, cur, e);
+	int rc = session_call(st, o, "POST", PROTO_S_ADOPTIONS, req, &ans, cur, e);
 
 	json_decref(req);
 	json_decref(ans);

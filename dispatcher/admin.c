@@ -26,10 +26,10 @@ spec_field(const char *k, json_t *v)
 
 	if (!strcmp(k, "run_id"))
 		return json_is_string(v) && is_run_id(json_string_value(v)) ? NULL :
-		    "run_id must be 1..128 bytes of [A-Za-z0-9._:-]";
+		    "run_id must be " RUN_ID_SHAPE;
 	if (!strcmp(k, "txn_id"))
-		return json_is_string(v) && json_string_length(v) >= 1 && json_string_length(v) <= 256 ?
-		    NULL : "txn_id must be a string of 1..256 bytes";
+		return json_is_string(v) && json_string_length(v) >= 1 && json_string_length(v) <= TXN_ID_MAX ?
+		    NULL : "txn_id must be a string of 1.." PROTO_STR(TXN_ID_MAX) " bytes";
 	if (!strcmp(k, "program"))
 		return json_is_string(v) && json_string_length(v) ? NULL : "program must be a non-empty string";
 	if (!strcmp(k, "cwd"))
@@ -168,7 +168,7 @@ h_list_runs(struct req *rq)
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "runs", "SELECT r.run_id, " RUN_STATE ", r.owner_session, s.record_id"
+	if (rows_into(&rq->e, out, "runs", "SELECT r.run_id, " RUN_STATE ", r.owner_session, s.record_id"
 	    " FROM runs r LEFT JOIN results s ON s.run_id=r.run_id ORDER BY r.submit_seq",
 	    NULL, names) < 0) {
 		json_decref(out);
@@ -204,11 +204,11 @@ run_record(struct req *rq, json_t **out)
 		    "requeued_as", col_json(st, 7), "requeued_from", col_json(st, 8),
 		    "settled", col_json(st, 9));
 	db_done(&dsp.store.db, st);
-	if (r == 1 && (rows_into(rq, *out, "reports", "SELECT seq, session_id, body_sha256, status,"
+	if (r == 1 && (rows_into(&rq->e, *out, "reports", "SELECT seq, session_id, body_sha256, status,"
 	    " error, fault FROM reports WHERE run_id=? ORDER BY seq", rq->arg, report_cols) < 0 ||
-	    rows_into(rq, *out, "ledger", "SELECT charge, at FROM ledger WHERE run_id=?",
+	    rows_into(&rq->e, *out, "ledger", "SELECT charge, at FROM ledger WHERE run_id=?",
 	    rq->arg, ledger_cols) < 0 ||
-	    rows_into(rq, *out, "asks", "SELECT a.inspection_id, i.session_id, i.status, a.asked_ms,"
+	    rows_into(&rq->e, *out, "asks", "SELECT a.inspection_id, i.session_id, i.status, a.asked_ms,"
 	    " json_extract(i.answer, '$.outcome') FROM settlement_asks a JOIN inspections i"
 	    " ON i.inspection_id=a.inspection_id WHERE a.run_id=? ORDER BY a.asked_ms, a.rowid",
 	    rq->arg, ask_cols) < 0))
@@ -371,7 +371,7 @@ h_list_sessions(struct req *rq)
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "sessions", "SELECT s.session_id, executor_id, " SESSION_STATUS("s.") ", incarnation,"
+	if (rows_into(&rq->e, out, "sessions", "SELECT s.session_id, executor_id, " SESSION_STATUS("s.") ", incarnation,"
 	    " a.by_session FROM sessions s LEFT JOIN adoptions a ON a.session_id = s.session_id"
 	    " ORDER BY created_ms, s.rowid", NULL, names) < 0) {
 		json_decref(out);
@@ -397,7 +397,7 @@ h_client_new(struct req *rq)
 	    strlen(json_string_value(name)) != json_string_length(name))
 		return fail(rq, 400, "invalid", "the body must be {\"name\": a string of 1..%d"
 		    " bytes}", CLIENT_NAME_MAX);
-	if (random_hex(id, sizeof id, "cli-", 8) < 0 || random_hex(token, sizeof token, "", 32) < 0)
+	if (random_hex(id, sizeof id, "cli-", 8) < 0 || random_hex(token, sizeof token, "", SECRET_HEX / 2) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(token, strlen(token), sha);
 	if (tx_begin(rq) < 0)
@@ -424,7 +424,7 @@ h_list_clients(struct req *rq)
 		json_decref(out);
 		return 500;
 	}
-	if (rows_into(rq, out, "clients", "SELECT client_id, name, status, created_ms, revoked_ms"
+	if (rows_into(&rq->e, out, "clients", "SELECT client_id, name, status, created_ms, revoked_ms"
 	    " FROM clients ORDER BY created_ms, rowid", NULL, names) < 0) {
 		json_decref(out);
 		return tx_end(rq, internal(rq));

@@ -28,7 +28,7 @@
 #include "dispatcher.h"
 #include "sha256.h"
 
-enum { TOKEN_MIN = 32, TOKEN_MAX = 256, TOKEN_BYTES = 32, ENROLL_USES_MAX = 1000000 };
+enum { TOKEN_MIN = 32, TOKEN_MAX = 256, TOKEN_BYTES = SECRET_HEX / 2, ENROLL_USES_MAX = 1000000 };
 
 /* The admin token's SHA-256, set once before the server starts. */
 static char admin_sha[SHA256_HEX_LEN + 1];

@@ -13,8 +13,9 @@
  *                  query helpers, one transaction per request (a read
  *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
- *   sessions.c     negotiation, heartbeat, close, adoption; the gate;
- *                  settlement of an ended session's runs: asked about
+ *   sessions.c     negotiation, heartbeat, close, adoption; the session
+ *                  gate every session-bound request passes
+ *   settle.c       settlement of an ended session's runs: asked about
  *                  through its executor's current session, settled on the
  *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
@@ -28,9 +29,10 @@
  *   util.c         ids, small checks, the log line
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
- * on_request() for every request.  The request body is collected (with a
- * cap), a queued fault may be taken, then a handler from the route table
- * answers.  Every handler that touches the store does so between
+ * on_request() for every request.  The request is looked up once in the
+ * route table, whose row gives its handler, its kind (for the counters and
+ * the gate) and its body's cap; the body is collected up to that cap, a
+ * queued fault may be taken, then the row's handler answers.  Every handler that touches the store does so between
  * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
  * mutex, one transaction per request, so handlers see a consistent store.
  * A handler that writes takes the write lock, and lapsed leases are
@@ -126,6 +128,8 @@
 
 #include "db.h"
 #include "err.h"
+#include "protocol.h"
+#include "text.h"
 #include "random.h"
 
 /* "exec-dispatcher", defined beside main. */
@@ -256,6 +260,14 @@ int fail(struct req *rq, int status, const char *code, const char *fmt, ...)
 int fail_over(struct req *rq, const char *status);
 /* Answer 500 for the store error in rq->e; the transaction will roll back. */
 int internal(struct req *rq);
+/* A handler's transaction on the store (store_begin() and the like), each
+ * failure answered 500: tx_begin() locks, begins a write and expires
+ * lapsed leases; tx_read() begins a read; each 0, or -1 with 500 set.
+ * tx_end() commits (or rolls back after an internal error, or ends a
+ * read), unlocks, and returns the final status. */
+int tx_begin(struct req *rq);
+int tx_read(struct req *rq);
+int tx_end(struct req *rq, int status);
 /* Set rq->out to obj (NULL → 500); return status. */
 int answer(struct req *rq, int status, json_t *obj);
 /* The request body as JSON (parsed once); NULL with a 400 answer set. */
@@ -312,18 +324,21 @@ const char *col(sqlite3_stmt *st, int i);
 json_t *col_json(sqlite3_stmt *st, int i);
 /* Select rows with sql (bound to arg unless NULL) into obj[key] as a list
  * of objects named by names (integers stay integers); 0 or -1. */
-int rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, const char *arg,
+int rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const char *arg,
     const char *const *names);
 
-/* Lock the store, begin a write and expire lapsed leases; -1 with 500 set. */
-int tx_begin(struct req *rq);
+/* Lock the store, begin a write and expire lapsed leases: 0, or -1 (e
+ * filled, the store unlocked again).  The store answers no request: a
+ * handler's failure is told by tx_begin() (http.c), which calls this. */
+int store_begin(struct ek_err *e);
 /* Lock the store and begin a read: one snapshot, no write lock, no
- * expiry written (queries read lapsed leases through SESSION_STATUS);
- * -1 with 500 set.  Ended by tx_end() as a write is. */
-int tx_read(struct req *rq);
-/* Commit (or roll back after an internal error, or end a read) and
- * unlock; final status. */
-int tx_end(struct req *rq, int status);
+ * expiry written (queries read lapsed leases through SESSION_STATUS).
+ * 0, or -1 (e filled, unlocked).  Ended by store_end() as a write is. */
+int store_begin_read(struct ek_err *e);
+/* End what store_begin*() began and unlock: a write is committed when
+ * commit is set, else rolled back; a read is ended.  0, or -1 (e filled)
+ * when the commit failed. */
+int store_end(bool commit, struct ek_err *e);
 
 /* ---- faults.c ------------------------------------------------------- */
 
@@ -357,6 +372,8 @@ int sess_load(struct req *rq, const char *sid, struct sess *s);
 int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401);
 
 handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
+
+/* ---- settle.c ------------------------------------------------------- */
 
 /* Ask, through current session sid, about the unsettled runs of its
  * executor's ended sessions (past --settle-after-ms), as far as the
@@ -464,12 +481,16 @@ handler_fn h_enroll_new;
 
 /* ---- util.c --------------------------------------------------------- */
 
-/* Is s exactly n hex digits (either case)? */
-bool is_hex(const char *s, size_t n);
-/* Is s a run id: 1..128 bytes of [A-Za-z0-9._:-]? */
+/* Is s a run id: 1..RUN_ID_MAX bytes of [A-Za-z0-9._:-]? */
 bool is_run_id(const char *s);
-/* Is s one of the NULL-terminated words? */
-bool one_of(const char *s, const char *const *words);
+
+/* Is path an operator's, below PROTO_ADMIN? */
+bool is_admin_path(const char *path);
+
+/* What follows PROTO_SESSIONS in path, from the '/' before the session
+ * id ("/SID/heartbeat"), or NULL for a path that is not below it. */
+const char *session_own(const char *path);
+
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -95,7 +95,7 @@ fault_take(const char *path)
 {
 	struct fault none = { .kind = F_NONE };
 
-	if (strcmp(path, "/admin/faults") == 0)
+	if (strcmp(path, PROTO_ADMIN "faults") == 0)
 		return none;            /* faults can always be cleared */
 	return take(path, true);
 }
@@ -158,7 +158,7 @@ fault_parse(json_t *in, struct fault *f)
 		return "path must be a string starting with '/'";
 	f->count = c ? json_integer_value(c) : 1;
 	f->delay_ms = d ? json_integer_value(d) : f->kind == F_HANG ? 60000 : 0;
-	snprintf(f->path, sizeof f->path, "%s", p ? json_string_value(p) : "/v1/results");
+	snprintf(f->path, sizeof f->path, "%s", p ? json_string_value(p) : PROTO_RESULTS);
 	return NULL;
 }
 

@@ -23,7 +23,7 @@
 #include "clock.h"
 #include "dispatcher.h"
 
-enum { RESULT_MAX = 64 * 1024, V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };
+enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
 
 int
 fail(struct req *rq, int status, const char *code, const char *fmt, ...)
@@ -45,9 +45,9 @@ req_bearer(struct req *rq)
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+	if (!h || strncasecmp(h, PROTO_BEARER, strlen(PROTO_BEARER)) != 0)
 		return NULL;
-	for (h += 7; *h == ' '; h++)
+	for (h += strlen(PROTO_BEARER); *h == ' '; h++)
 		;
 	return *h ? h : NULL;
 }
@@ -66,6 +66,32 @@ internal(struct req *rq)
 	say("%s %s: %s", rq->method, rq->path, rq->e.msg);
 	rq->rollback = true;
 	return fail(rq, 500, "internal", "%s", rq->e.msg);
+}
+
+int
+tx_begin(struct req *rq)
+{
+	if (store_begin(&rq->e) == 0)
+		return 0;
+	internal(rq);
+	return -1;
+}
+
+int
+tx_read(struct req *rq)
+{
+	if (store_begin_read(&rq->e) == 0)
+		return 0;
+	internal(rq);
+	return -1;
+}
+
+int
+tx_end(struct req *rq, int status)
+{
+	if (store_end(!rq->rollback && status < 500, &rq->e) < 0)
+		status = -1;
+	return status < 0 ? internal(rq) : status;
 }
 
 int
@@ -133,38 +159,44 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	say("mhd: %s", line);
 }
 
+/* The route table: each endpoint (doc/protocol.md's endpoint table, which
+ * tests/docs.bats holds to this one), its handler, its kind (for the
+ * counters and the gate) and the most its body may hold.  A request is
+ * looked up here once, and everything about it follows from its row. */
 static const struct route {
 	const char *method, *pattern;   /* "*" matches one path segment */
 	handler_fn *fn;
+	enum req_kind kind;
+	size_t limit;
 } routes[] = {
-	{ "POST", "/v1/sessions", h_negotiate },
-	{ "POST", "/v1/sessions/*/heartbeat", h_heartbeat },
-	{ "DELETE", "/v1/sessions/*", h_close },
-	{ "GET", "/v1/sessions/*/work", h_work },
-	{ "POST", "/v1/sessions/*/receipts", h_receipts },
-	{ "POST", "/v1/sessions/*/adoptions", h_adopt },
-	{ "POST", "/v1/sessions/*/handback", h_handback },
-	{ "POST", "/v1/results", h_result },
-	{ "POST", "/v1/inspections", h_inspection_new },
-	{ "GET", "/v1/inspections/*", h_inspection_get },
-	{ "GET", "/v1/sessions/*/inspections", h_inspection_list },
-	{ "POST", "/v1/sessions/*/inspections/*", h_inspection_answer },
-	{ "POST", "/admin/runs", h_submit },
-	{ "GET", "/admin/runs", h_list_runs },
-	{ "GET", "/admin/runs/*", h_show_run },
-	{ "GET", "/admin/summary", h_summary },
-	{ "GET", "/admin/stats", h_stats },
-	{ "POST", "/admin/sessions/*/revoke", h_revoke },
-	{ "POST", "/admin/sessions/*/expire", h_expire },
-	{ "POST", "/admin/sessions/*/replace", h_replace },
-	{ "POST", "/admin/sessions/*/lease", h_lease },
-	{ "GET", "/admin/sessions", h_list_sessions },
-	{ "POST", "/admin/clients", h_client_new },
-	{ "GET", "/admin/clients", h_list_clients },
-	{ "DELETE", "/admin/clients/*", h_client_revoke },
-	{ "POST", "/admin/faults", h_add_fault },
-	{ "DELETE", "/admin/faults", h_clear_faults },
-	{ "POST", "/admin/enrollments", h_enroll_new },
+	{ "POST", "/v1/sessions", h_negotiate, RK_NEGOTIATE, V1_MAX },
+	{ "POST", "/v1/sessions/*/heartbeat", h_heartbeat, RK_HEARTBEAT, V1_MAX },
+	{ "DELETE", "/v1/sessions/*", h_close, RK_CLOSE, V1_MAX },
+	{ "GET", "/v1/sessions/*/work", h_work, RK_FEED, V1_MAX },
+	{ "POST", "/v1/sessions/*/receipts", h_receipts, RK_OTHER, V1_MAX },
+	{ "POST", "/v1/sessions/*/adoptions", h_adopt, RK_OTHER, V1_MAX },
+	{ "POST", "/v1/sessions/*/handback", h_handback, RK_OTHER, V1_MAX },
+	{ "POST", "/v1/results", h_result, RK_RESULT, RESULT_BODY_MAX },
+	{ "POST", "/v1/inspections", h_inspection_new, RK_OTHER, V1_MAX },
+	{ "GET", "/v1/inspections/*", h_inspection_get, RK_OTHER, V1_MAX },
+	{ "GET", "/v1/sessions/*/inspections", h_inspection_list, RK_OTHER, V1_MAX },
+	{ "POST", "/v1/sessions/*/inspections/*", h_inspection_answer, RK_OTHER, V1_MAX },
+	{ "POST", "/admin/runs", h_submit, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/runs", h_list_runs, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/runs/*", h_show_run, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/summary", h_summary, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/stats", h_stats, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/sessions/*/revoke", h_revoke, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/sessions/*/expire", h_expire, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/sessions/*/replace", h_replace, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/sessions/*/lease", h_lease, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/sessions", h_list_sessions, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/clients", h_client_new, RK_ADMIN, ADMIN_MAX },
+	{ "GET", "/admin/clients", h_list_clients, RK_ADMIN, ADMIN_MAX },
+	{ "DELETE", "/admin/clients/*", h_client_revoke, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/faults", h_add_fault, RK_ADMIN, ADMIN_MAX },
+	{ "DELETE", "/admin/faults", h_clear_faults, RK_ADMIN, ADMIN_MAX },
+	{ "POST", "/admin/enrollments", h_enroll_new, RK_ADMIN, ADMIN_MAX },
 };
 
 /* Does path match pat ("*" = one non-empty segment, copied to arg)? */
@@ -188,21 +220,45 @@ route_match(const char *pat, const char *path, char *arg, size_t argsz)
 	return !*pat && !*path;
 }
 
-/* Pick rq->route for the method and path; collect rq->allow for a 405. */
-static void
+/* Pick rq->route for the method and path; collect rq->allow for a 405.
+ * The row rq is classified by: its route, else the first whose path it
+ * has (a 405), else NULL (a 404). */
+static const struct route *
 route_find(struct req *rq)
 {
 	size_t i, n = sizeof routes / sizeof routes[0];
+	const struct route *like = NULL;
 
 	for (i = 0; i < n && !rq->route; i++) {
 		if (!route_match(routes[i].pattern, rq->path, rq->arg, sizeof rq->arg))
 			continue;
+		if (!like)
+			like = &routes[i];
 		if (strcmp(routes[i].method, rq->method) == 0)
-			rq->route = &routes[i];
+			rq->route = like = &routes[i];
 		else if (!strstr(rq->allow, routes[i].method))
 			snprintf(rq->allow + strlen(rq->allow), sizeof rq->allow - strlen(rq->allow),
 			    "%s%s", rq->allow[0] ? ", " : "", routes[i].method);
 	}
+	return like;
+}
+
+/* rq's kind and body limit, from the route row r (route_find); a path no
+ * route has is an operator's below PROTO_ADMIN, else "other". */
+static void
+req_classify(struct req *rq, const struct route *r)
+{
+	if (r) {
+		rq->kind = r->kind;
+		rq->limit = r->limit;
+	} else if (is_admin_path(rq->path)) {
+		rq->kind = RK_ADMIN;
+		rq->limit = ADMIN_MAX;
+	} else {
+		rq->kind = RK_OTHER;
+		rq->limit = V1_MAX;
+	}
+	rq->is_result = rq->kind == RK_RESULT;
 }
 
 void
@@ -295,30 +351,6 @@ static struct {
 
 enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
 
-/* rq's class for the counters. */
-static enum req_kind
-req_kind(const struct req *rq)
-{
-	size_t n = strlen(rq->path);
-	bool post = strcmp(rq->method, "POST") == 0;
-
-	if (strncmp(rq->path, "/admin/", 7) == 0)
-		return RK_ADMIN;
-	if (strcmp(rq->path, "/v1/results") == 0)
-		return RK_RESULT;
-	if (post && strcmp(rq->path, "/v1/sessions") == 0)
-		return RK_NEGOTIATE;
-	if (strcmp(rq->method, "DELETE") == 0 && strncmp(rq->path, "/v1/sessions/", 13) == 0 &&
-	    !strchr(rq->path + 13, '/'))
-		return RK_CLOSE;
-	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && post && n > 10 &&
-	    strcmp(rq->path + n - 10, "/heartbeat") == 0)
-		return RK_HEARTBEAT;
-	if (strncmp(rq->path, "/v1/sessions/", 13) == 0 && n > 5 && strcmp(rq->path + n - 5, "/work") == 0)
-		return RK_FEED;
-	return RK_OTHER;
-}
-
 /* Is rq one the gate never refuses? */
 static bool
 gate_exempt(const struct req *rq)
@@ -342,7 +374,6 @@ static void
 gate_enter(struct req *rq)
 {
 	atomic_fetch_add(&stats.requests, 1);
-	rq->kind = req_kind(rq);
 	atomic_fetch_add(&stats.by_kind[rq->kind], 1);
 	atomic_raise(&stats.max_in_flight, atomic_fetch_add(&stats.in_flight, 1) + 1);
 	rq->gated = true;
@@ -522,15 +553,14 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 	snprintf(rq->method, sizeof rq->method, "%s", method);
 	if (strlen(url) < sizeof rq->path) {
 		snprintf(rq->path, sizeof rq->path, "%s", url);
-		route_find(rq);
-	} else
+		req_classify(rq, route_find(rq));
+	} else {
 		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
-	rq->is_result = strcmp(rq->path, "/v1/results") == 0;
-	rq->limit = rq->is_result ? RESULT_MAX : strncmp(rq->path, "/admin/", 7) == 0 ?
-	    ADMIN_MAX : V1_MAX;
+		req_classify(rq, NULL);
+	}
 	/* an /admin/ request without the admin token is refused before
 	 * anything else: it takes no fault and reaches no handler */
-	if (strncmp(rq->path, "/admin/", 7) == 0 && (rq->denied = auth_admin(rq)))
+	if (is_admin_path(rq->path) && (rq->denied = auth_admin(rq)))
 		rq->limit = 0;
 	else
 		rq->fault = fault_take(rq->path);
@@ -592,7 +622,7 @@ req_finish(struct req *rq)
 {
 	const char *id = rq->is_result && body_json(rq) ?
 	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
-	char run_id[129] = "";
+	char run_id[RUN_ID_MAX + 1] = "";
 	enum MHD_Result r;
 	int64_t turn_ms, t_us;
 	int n;

@@ -14,7 +14,7 @@
  * names the session it asks about, and only the client that asked an
  * inspection reads it (invariant 6): to any other it does not exist.
  *
- * The dispatcher asks too (settle_ask() in sessions.c, as the reserved
+ * The dispatcher asks too (settle_ask() in settle.c, as the reserved
  * client cli-settlement): its inspections wait in the same table, are
  * listed and answered exactly like a client's, and their answers also go
  * to settle_answer().  No client reads them.
@@ -248,7 +248,7 @@ h_inspection_list(struct req *rq)
 	if ((status = sess_gate(rq, rq->arg, NULL, false)))
 		return tx_end(rq, status);
 	out = json_object();
-	if (rows_into(rq, out, "inspections", "SELECT inspection_id, run_id, session_id"
+	if (rows_into(&rq->e, out, "inspections", "SELECT inspection_id, run_id, session_id"
 	    " FROM inspections WHERE session_id=? AND status='pending'"
 	    " ORDER BY created_ms, rowid LIMIT 32", rq->arg, names) < 0) {
 		json_decref(out);
@@ -282,7 +282,7 @@ answer_fields_check(json_t *a, const char *outcome)
 				return "evidence must be a string of at most 512 bytes";
 			continue;
 		}
-		if (!one_of(k, allowed))
+		if (!text_word_in(k, allowed))
 			return "a field the answer's outcome does not have";
 	}
 	for (i = 0; allowed[i]; i++)
@@ -303,7 +303,7 @@ answer_check(json_t *a, const char *run_id)
 	const char *o = json_string_value(json_object_get(a, "outcome")), *why;
 	const char *r = json_string_value(json_object_get(a, "run_id"));
 
-	if (!json_is_object(a) || !o || !one_of(o, outcomes))
+	if (!json_is_object(a) || !o || !text_word_in(o, outcomes))
 		return "outcome must be FOUND, FILTERED, ABSENT or ERROR";
 	if ((why = answer_fields_check(a, o)))
 		return why;
@@ -366,7 +366,7 @@ inspection_record(struct req *rq, const char *sid)
 int
 h_inspection_answer(struct req *rq)
 {
-	const char *p = rq->path + strlen("/v1/sessions/");
+	const char *p = session_own(rq->path) + 1;   /* the session id on */
 	char sid[200];
 	int status;
 

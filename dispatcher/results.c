@@ -29,8 +29,7 @@ result_check(json_t *in, struct result *r)
 {
 	static const char *const fields[] = { "run_id", "incarnation", "session_id", "outcome",
 		"exit_code", "wait_status", "message", "chosen_at", NULL };
-	static const char *const outcomes[] = { "exited", "killed", "timeout", "cancelled",
-		"exec_failed", NULL };
+	static const char *const outcomes[] = PROTO_OUTCOMES;
 	const char *k, *o;
 	json_t *v, *ws, *msg;
 
@@ -40,11 +39,11 @@ result_check(json_t *in, struct result *r)
 	r->incarnation = json_string_value(json_object_get(in, "incarnation"));
 	r->session_id = json_string_value(json_object_get(in, "session_id"));
 	json_object_foreach(in, k, v)
-		if (!one_of(k, fields))
+		if (!text_word_in(k, fields))
 			return "unknown field in result";
 	if (!r->run_id || !is_run_id(r->run_id) || !r->incarnation || !r->session_id)
 		return "run_id, incarnation and session_id must be strings (run_id of [A-Za-z0-9._:-])";
-	if (!(o = json_string_value(json_object_get(in, "outcome"))) || !one_of(o, outcomes))
+	if (!(o = json_string_value(json_object_get(in, "outcome"))) || !text_word_in(o, outcomes))
 		return "outcome must be exited, killed, timeout, cancelled or exec_failed";
 	v = json_object_get(in, "exit_code");
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 255)
@@ -364,7 +363,7 @@ report_fault(struct req *rq, int status)
  * MAX_CONNECTIONS slots hold every run in flight. */
 static struct {
 	pthread_mutex_t mu;
-	struct { char run_id[129]; int cur; } v[MAX_CONNECTIONS];
+	struct { char run_id[RUN_ID_MAX + 1]; int cur; } v[MAX_CONNECTIONS];
 } flights = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 int

@@ -7,26 +7,8 @@
  * sess_gate() is the one check every session-bound request passes: the
  * session is current and the Bearer credential hashes to the stored one.
  *
- * And settlement: what becomes of the runs an ended session still owns
- * (offered or accepted, no result, not handed back).  Only its executor
- * knows whether it started them, and it answers only through its current
- * session, which quarantined them when it was negotiated: so the
- * dispatcher asks there, --settle-after-ms after the end (time for the
- * executor to adopt and deliver what it retained first), with an
- * inspection of its own (client cli-settlement), and settles on the
- * answer (settle_answer(), invariant 7):
- *
- *   FOUND, the ended session's binding, started false  re-queued (work.c)
- *   ABSENT                                             re-queued
- *   FOUND, started true                                stays accepted,
- *                                                      settled: not asked again
- *   FOUND otherwise, FILTERED, ERROR                   no decision: asked
- *                                                      again SETTLE_RETRY_MS later
- *   no answer (the asking session ended)               asked again through
- *                                                      the next session
- *
- * A run still unsettled --abandon-after-ms after its session's end is
- * abandoned by the sweep: final, visible, never re-run.
+ * What becomes of an ended session's runs, settlement, is settle.c's: a
+ * heartbeat here lets it ask through the executor's current session.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,9 +18,6 @@
 #include "clock.h"
 #include "dispatcher.h"
 #include "sha256.h"
-
-enum { SETTLE_PENDING_MAX = 512,     /* the dispatcher's own share of a session's cap */
-	SETTLE_RETRY_MS = 5000 };    /* after an answer that decided nothing */
 
 int
 sess_load(struct req *rq, const char *sid, struct sess *s)
@@ -108,7 +87,7 @@ key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
 	if (r == 1)
 		return 0;
 	if (!key)
-		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
+		return fail(rq, 400, "invalid", "executor_key must be %d hex digits", EXECUTOR_KEY_HEX);
 	if ((r = enroll_take(rq, xid, json_string_value(json_object_get(rq->in, "enroll_token")))))
 		return r;   /* invariant 11: a new id is bound only when enrolled */
 	if (sql_exec(&rq->e, "INSERT INTO executor_keys(executor_id, key_sha256, bound_ms)"
@@ -153,11 +132,12 @@ h_negotiate(struct req *rq)
 		return 400;
 	if (backup && !json_is_boolean(backup))
 		return fail(rq, 400, "invalid", "restored must be true or false");
-	if (!xid || !is_hex(xid, 32))
-		return fail(rq, 400, "invalid", "executor_id must be 32 hex digits");
-	if (kv && (!key || !is_hex(key, 64)))   /* absent: key_prove() says what that means */
-		return fail(rq, 400, "invalid", "executor_key must be 64 hex digits");
-	if (random_hex(sid, sizeof sid, "ses-", 8) < 0 || random_hex(cred, sizeof cred, "", 32) < 0)
+	if (!xid || !text_is_xdigits(xid, EXECUTOR_ID_HEX))
+		return fail(rq, 400, "invalid", "executor_id must be %d hex digits", EXECUTOR_ID_HEX);
+	if (kv && (!key || !text_is_xdigits(key, EXECUTOR_KEY_HEX)))   /* absent: key_prove() says what that means */
+		return fail(rq, 400, "invalid", "executor_key must be %d hex digits", EXECUTOR_KEY_HEX);
+	if (random_hex(sid, sizeof sid, "ses-", ISSUED_ID_HEX / 2) < 0 ||
+	    random_hex(cred, sizeof cred, "", SECRET_HEX / 2) < 0)
 		return fail(rq, 500, "internal", "getrandom: %s", strerror(errno));
 	sha256_hex(cred, strlen(cred), cred_sha);
 	if (key)
@@ -307,7 +287,7 @@ h_adopt(struct req *rq)
 
 	if (!in)
 		return 400;
-	if (!old || !is_run_id(old) || strlen(old) > 64)   /* same alphabet as run ids */
+	if (!old || !is_run_id(old) || strlen(old) > ADOPTED_ID_MAX)   /* same alphabet as run ids */
 		return fail(rq, 400, "invalid", "session_id must name a session");
 	if (tx_begin(rq) < 0)
 		return 500;
@@ -322,213 +302,4 @@ h_adopt(struct req *rq)
 			    "session_id", old, "by", rq->arg));
 	}
 	return tx_end(rq, status);
-}
-
-/* ---- settlement ------------------------------------------------------- */
-
-/* How many of the dispatcher's own inspections wait for session sid. */
-static int64_t
-settle_pending(struct ek_err *e, const char *sid)
-{
-	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM settlement_asks a JOIN inspections i"
-	    " ON i.inspection_id=a.inspection_id WHERE i.session_id=? AND i.status='pending'",
-	    "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ? sqlite3_column_int64(st, 0) : -1;
-
-	db_done(&dsp.store.db, st);
-	return n;
-}
-
-/* Ask session sid about run_id, owned by the ended session owner. */
-static int
-settle_ask_one(struct ek_err *e, const char *sid, const char *run_id, const char *owner,
-    int64_t now)
-{
-	char id[32];
-
-	if (random_hex(id, sizeof id, "insp-", 8) < 0)
-		return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
-	return sql_exec(e, "INSERT INTO inspections(inspection_id, session_id, run_id, status,"
-	    " created_ms) VALUES(?,?,?,'pending',?)", "sssi", id, sid, run_id, now) < 0 ||
-	    sql_exec(e, "INSERT INTO settlement_asks(inspection_id, run_id, owner_session,"
-	    " asked_ms) VALUES(?,?,?,?)", "sssi", id, run_id, owner, now) < 0 ? -1 : 0;
-}
-
-int
-settle_ask(struct ek_err *e, const char *sid)
-{
-	int64_t now = now_ms(), pending = inspections_pending(e, sid), own, room;
-	json_t *todo;
-	sqlite3_stmt *st;
-	size_t i;
-	int r;
-
-	if (pending < 0 || (own = settle_pending(e, sid)) < 0)
-		return -1;
-	room = INSPECT_PENDING_MAX - pending < SETTLE_PENDING_MAX - own ?
-	    INSPECT_PENDING_MAX - pending : SETTLE_PENDING_MAX - own;
-	if (room <= 0)
-		return 0;
-	/* the runs of sid's executor's ended sessions that no answer settled
-	 * yet, not asked in sid already, nor answered lately */
-	st = sql_prep(e, "SELECT r.run_id, r.owner_session FROM sessions c"
-	    " JOIN sessions o ON o.executor_id=c.executor_id AND o.status<>'current'"
-	    " JOIN session_ends x ON x.session_id=o.session_id AND x.ended_ms<=?"
-	    " JOIN runs r ON r.owner_session=o.session_id AND r.state IN ('offered','accepted')"
-	    " WHERE c.session_id=? AND c.status='current'"
-	    " AND NOT EXISTS(SELECT 1 FROM results s WHERE s.run_id=r.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlement_asks a JOIN inspections i"
-	    "  ON i.inspection_id=a.inspection_id WHERE a.run_id=r.run_id"
-	    "  AND ((i.status='pending' AND i.session_id=c.session_id)"
-	    "   OR (i.status='answered' AND i.answered_ms>?)))"
-	    " ORDER BY r.submit_seq LIMIT ?", "isii", now - dsp.cfg.settle_after_ms, sid,
-	    now - SETTLE_RETRY_MS, room);
-	if (!st || !(todo = json_array())) {
-		db_done(&dsp.store.db, st);
-		return st ? ek_fail(e, EK_OSERR, "out of memory") : -1;
-	}
-	while ((r = db_step(&dsp.store.db, st, e)) == 1)
-		json_array_append_new(todo, json_pack("[s, s]", col(st, 0), col(st, 1)));
-	db_done(&dsp.store.db, st);
-	for (i = 0; r == 0 && i < json_array_size(todo); i++)
-		r = settle_ask_one(e, sid, json_string_value(json_array_get(json_array_get(todo, i), 0)),
-		    json_string_value(json_array_get(json_array_get(todo, i), 1)), now);
-	json_decref(todo);
-	return r;
-}
-
-/* Settle run_id on inspection id as started: it stays with its executor,
- * whose result comes through adoption; it is not asked about again. */
-static int
-settle_started(struct ek_err *e, const char *run_id, const char *id)
-{
-	return sql_exec(e, "INSERT INTO settlements(run_id, state, how, inspection_id, settled_ms)"
-	    " VALUES(?, NULL, 'inspection_started', ?, ?)", "ssi", run_id, id, now_ms());
-}
-
-int
-settle_answer(struct ek_err *e, const char *id, json_t *a)
-{
-	/* the asked run, if it still waits for settling: its ended session
-	 * still owns it, no result, no settlement */
-	sqlite3_stmt *st = sql_prep(e, "SELECT a.run_id, a.owner_session, o.incarnation"
-	    " FROM settlement_asks a JOIN sessions o ON o.session_id=a.owner_session"
-	    " JOIN runs r ON r.run_id=a.run_id AND r.owner_session=a.owner_session"
-	    "  AND r.state IN ('offered','accepted')"
-	    " WHERE a.inspection_id=?"
-	    " AND NOT EXISTS(SELECT 1 FROM results s WHERE s.run_id=a.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=a.run_id)", "s", id);
-	const char *outcome = json_string_value(json_object_get(a, "outcome"));
-	const char *bsid = json_string_value(json_object_get(a, "session_id"));
-	const char *binc = json_string_value(json_object_get(a, "incarnation"));
-	json_t *started = json_object_get(a, "started");
-	const char *state = json_string_value(json_object_get(a, "state"));
-	char run_id[136] = "", owner[64] = "", inc[40] = "", as[24] = "";
-	const char *how = NULL;
-	int r = st ? db_step(&dsp.store.db, st, e) : -1;
-
-	if (r == 1) {
-		db_col_text(st, 0, run_id, sizeof run_id);
-		db_col_text(st, 1, owner, sizeof owner);
-		db_col_text(st, 2, inc, sizeof inc);
-	}
-	db_done(&dsp.store.db, st);
-	if (r <= 0 || !outcome)
-		return r < 0 ? -1 : 0;      /* a client's inspection, or nothing left to settle */
-	if (strcmp(outcome, "ABSENT") == 0)
-		how = "inspection_absent";
-	else if (strcmp(outcome, "FOUND") == 0 && bsid && binc && strcmp(bsid, owner) == 0 &&
-	    strcmp(binc, inc) == 0 && json_is_boolean(started))
-		how = json_is_true(started) ? "inspection_started" : "inspection_not_started";
-	else if (strcmp(outcome, "FOUND") == 0 && bsid && binc && strcmp(bsid, owner) == 0 &&
-	    strcmp(binc, inc) == 0 && json_is_null(started) && state && strcmp(state, "unknown") == 0) {
-		/* the executor itself cannot tell: an explicit unknown, kept */
-		if (sql_exec(e, "INSERT OR IGNORE INTO run_unknowns(run_id, why, at_ms) VALUES(?,"
-		    " 'its executor cannot tell whether it started', ?)", "si", run_id, now_ms()) < 0)
-			return -1;
-		how = "inspection_started";
-	}
-	/* "never started" and "absent" give way to what the dispatcher holds:
-	 * a start notice or a report attempt proves the run ran */
-	if (how && strcmp(how, "inspection_started") != 0 && (r = run_known_started(e, run_id)) != 0) {
-		if (r < 0)
-			return -1;
-		say("settlement: run '%s' of session '%s': answered %s, but it is known started"
-		    " (a start notice or a report): it stays", run_id, owner, how);
-		how = "inspection_started";
-	}
-	if (!how) {                         /* no decision: asked again later */
-		say("settlement: run '%s' of session '%s': %s answer decides nothing; asking again"
-		    " later", run_id, owner, outcome);
-		return 0;
-	}
-	if (strcmp(how, "inspection_started") == 0)
-		r = settle_started(e, run_id, id);
-	else
-		r = run_requeue(e, run_id, "requeued", how, id, as);
-	if (r == 0)
-		say("settlement: run '%s' of session '%s': %s%s%s", run_id, owner, how,
-		    as[0] ? ", re-queued as " : ", stays with its executor", as);
-	return r;
-}
-
-/* Abandon the runs whose session ended --abandon-after-ms ago and that
- * nothing settled; 0 or -1. */
-static int
-settle_abandon(struct ek_err *e, int64_t now)
-{
-	if (sql_exec(e, "INSERT INTO settlements(run_id, state, how, settled_ms)"
-	    " SELECT r.run_id, 'abandoned', 'abandoned', ? FROM runs r"
-	    " JOIN sessions o ON o.session_id=r.owner_session AND o.status<>'current'"
-	    " JOIN session_ends x ON x.session_id=o.session_id AND x.ended_ms<=?"
-	    " WHERE r.state IN ('offered','accepted')"
-	    " AND NOT EXISTS(SELECT 1 FROM results s WHERE s.run_id=r.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)",
-	    "ii", now, now - dsp.cfg.abandon_after_ms) < 0)
-		return -1;
-	if (sqlite3_changes(dsp.store.db.h) > 0)
-		say("settlement: %d runs abandoned: unsettled %" PRId64 " ms after their session"
-		    " ended", sqlite3_changes(dsp.store.db.h), dsp.cfg.abandon_after_ms);
-	return 0;
-}
-
-/* Ask through every current session whose executor has an ended session
- * with runs to settle; 0 or -1. */
-static int
-settle_ask_all(struct ek_err *e)
-{
-	sqlite3_stmt *st = sql_prep(e, "SELECT DISTINCT c.session_id FROM sessions c"
-	    " JOIN sessions o ON o.executor_id=c.executor_id AND o.status<>'current'"
-	    " JOIN runs r ON r.owner_session=o.session_id AND r.state IN ('offered','accepted')"
-	    " WHERE c.status='current'"
-	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)", "");
-	json_t *sids = json_array();
-	size_t i;
-	int r = st && sids ? 0 : -1;
-
-	while (r == 0 && (r = db_step(&dsp.store.db, st, e)) == 1)
-		r = json_array_append_new(sids, json_string(col(st, 0)));
-	db_done(&dsp.store.db, st);
-	for (i = 0; r == 0 && i < json_array_size(sids); i++)
-		r = settle_ask(e, json_string_value(json_array_get(sids, i)));
-	json_decref(sids);
-	return r;
-}
-
-void
-settle_sweep(void)
-{
-	struct req rq;
-	int status = 0;
-
-	memset(&rq, 0, sizeof rq);
-	snprintf(rq.method, sizeof rq.method, "SWEEP");
-	snprintf(rq.path, sizeof rq.path, "settlement");
-	if (tx_begin(&rq) == 0) {
-		if (settle_abandon(&rq.e, now_ms()) < 0 || settle_ask_all(&rq.e) < 0)
-			status = internal(&rq);
-		tx_end(&rq, status);
-	}
-	json_decref(rq.out);
 }

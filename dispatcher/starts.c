@@ -99,8 +99,7 @@ starts_noticed(struct req *rq, const char *sid, json_t *in)
 		return fail(rq, 400, "invalid", "started must be a list of at most %d run ids", NOTICE_MAX);
 	json_array_foreach(list, i, v)
 		if (!json_is_string(v) || !is_run_id(json_string_value(v)))
-			return fail(rq, 400, "invalid", "each started run id must be 1..128 bytes of "
-			    "[A-Za-z0-9._:-]");
+			return fail(rq, 400, "invalid", "each started run id must be " RUN_ID_SHAPE);
 	if (executor_of(&rq->e, sid, xid, sizeof xid) < 0)
 		return internal(rq);
 	/* only runs some session of the same executor took: another's are not its to tell */

@@ -10,8 +10,11 @@
  * store's one meta fact is its incarnation, created once and then kept
  * (a different --incarnation is ignored, with a note on stderr).
  *
- * A request's handler works in one transaction (tx_begin() to write,
- * tx_read() to read) under dsp.store.mu.
+ * A request's handler works in one transaction (store_begin() to write,
+ * store_begin_read() to read, store_end()) under dsp.store.mu.  The store
+ * knows no request and answers none: its functions fill a struct ek_err,
+ * and http.c's tx_begin(), tx_read() and tx_end() turn a failure into the
+ * handler's 500.
  *
  * Every statement comes from db_prep() (through sql_prep() or sql_exec())
  * and goes back through db_done(), under dsp.store.mu.  The connection
@@ -90,14 +93,14 @@ col_json(sqlite3_stmt *st, int i)
 }
 
 int
-rows_into(struct req *rq, json_t *obj, const char *key, const char *sql, const char *arg,
+rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const char *arg,
     const char *const *names)
 {
 	json_t *list = json_array(), *row;
-	sqlite3_stmt *st = arg ? sql_prep(&rq->e, sql, "s", arg) : sql_prep(&rq->e, sql, "");
+	sqlite3_stmt *st = arg ? sql_prep(e, sql, "s", arg) : sql_prep(e, sql, "");
 	int r = -1, i;
 
-	while (st && (r = db_step(&dsp.store.db, st, &rq->e)) == 1) {
+	while (st && (r = db_step(&dsp.store.db, st, e)) == 1) {
 		row = json_object();
 		for (i = 0; names[i]; i++)
 			json_object_set_new(row, names[i],
@@ -244,40 +247,38 @@ store_close(void)
 }
 
 int
-tx_begin(struct req *rq)
+store_begin(struct ek_err *e)
 {
 	pthread_mutex_lock(&dsp.store.mu);
-	if (db_begin_write(&dsp.store.db, &rq->e) == 0 &&
-	    sql_exec(&rq->e, "UPDATE sessions SET status='expired'"
+	if (db_begin_write(&dsp.store.db, e) == 0 &&
+	    sql_exec(e, "UPDATE sessions SET status='expired'"
 	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0)
 		return 0;
 	db_rollback(&dsp.store.db);
 	pthread_mutex_unlock(&dsp.store.mu);
-	internal(rq);
 	return -1;
 }
 
 int
-tx_read(struct req *rq)
+store_begin_read(struct ek_err *e)
 {
 	pthread_mutex_lock(&dsp.store.mu);
-	if (db_begin_read(&dsp.store.db, &rq->e) == 0)
+	if (db_begin_read(&dsp.store.db, e) == 0)
 		return 0;
 	db_rollback(&dsp.store.db);
 	pthread_mutex_unlock(&dsp.store.mu);
-	internal(rq);
 	return -1;
 }
 
 int
-tx_end(struct req *rq, int status)
+store_end(bool commit, struct ek_err *e)
 {
-	if (!dsp.store.db.in_write)   /* a read: nothing to commit */
+	int rc = 0;
+
+	if (!dsp.store.db.in_write || !commit)   /* a read, or a write given up */
 		db_rollback(&dsp.store.db);
-	else if (rq->rollback || status >= 500)
-		db_rollback(&dsp.store.db);
-	else if (db_commit(&dsp.store.db, &rq->e) < 0)
-		status = -1;
+	else
+		rc = db_commit(&dsp.store.db, e);
 	pthread_mutex_unlock(&dsp.store.mu);
-	return status < 0 ? internal(rq) : status;
+	return rc;
 }

@@ -11,29 +11,23 @@
 #include "text.h"
 
 bool
-is_hex(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
-			return false;
-	return s[n] == '\0';
-}
-
-bool
 is_run_id(const char *s)
 {
-	return text_is_id(s, 1, 128);
+	return text_is_id(s, 1, RUN_ID_MAX);
 }
 
 bool
-one_of(const char *s, const char *const *words)
+is_admin_path(const char *path)
 {
-	for (; *words; words++)
-		if (strcmp(s, *words) == 0)
-			return true;
-	return false;
+	return strncmp(path, PROTO_ADMIN, strlen(PROTO_ADMIN)) == 0;
+}
+
+const char *
+session_own(const char *path)
+{
+	size_t n = strlen(PROTO_SESSIONS);
+
+	return strncmp(path, PROTO_SESSIONS, n) == 0 && path[n] == '/' ? path + n : NULL;
 }
 
 void

@@ -13,7 +13,7 @@
  * (handed_back or requeued): the feed never hands it out again and its
  * results are refused (results.c), so the transaction is charged at most
  * once (invariant 8).  A session hands back its own runs with
- * POST /v1/sessions/{sid}/handback; settlement (sessions.c) re-queues an
+ * POST /v1/sessions/{sid}/handback; settlement (settle.c) re-queues an
  * ended session's runs on its executor's answer.
  */
 #include <errno.h>
@@ -255,7 +255,7 @@ receipts_check(json_t *list)
 		if (!json_is_string(json_object_get(r, "run_id")) ||
 		    !json_is_string(json_object_get(r, "receipt")))
 			return "each receipt needs string run_id and receipt";
-		if (!o || !one_of(o, outcomes))
+		if (!o || !text_word_in(o, outcomes))
 			return "outcome must be accepted, duplicate, conflict or invalid";
 	}
 	return NULL;
@@ -381,7 +381,7 @@ handback_check(json_t *in)
 		return "at most 1000 runs at once";
 	json_array_foreach(list, i, v)
 		if (!json_is_string(v) || !is_run_id(json_string_value(v)))
-			return "each run id must be 1..128 bytes of [A-Za-z0-9._:-]";
+			return "each run id must be " RUN_ID_SHAPE;
 	return NULL;
 }
 

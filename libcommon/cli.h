@@ -70,6 +70,11 @@ const void *cli_find_command(const char *word, const void *table, size_t n, size
 int cli_unknown_command(const char *prog, const char *word, const void *table, size_t n,
     size_t size);
 
+/* The table's command names for a message, "a, b or c", into buf (n
+ * bytes); returns buf.  A new command is named there without a word of
+ * the message changed. */
+char *cli_command_names(char *buf, size_t n, const void *table, size_t count, size_t size);
+
 /* "1 run", "2 runs": the noun in the singular for n == 1 and with an "s"
  * otherwise, in buf.  Returns buf. */
 const char *cli_plural(char *buf, size_t size, int64_t n, const char *noun);

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "http.h"
 #include "notice.h"
+#include "protocol.h"
 #include "session.h"
 
 /* Is a 404 unknown_session to url about the session its path names?  So
@@ -18,7 +19,7 @@ about_own_session(const char *url)
 {
 	const char *q = strchr(url, '?');
 	size_t n = q ? (size_t)(q - url) : strlen(url);
-	static const char adopt[] = "/adoptions";
+	static const char adopt[] = PROTO_S_ADOPTIONS;
 
 	return !(n >= sizeof adopt - 1 && memcmp(url + n - (sizeof adopt - 1), adopt, sizeof adopt - 1) == 0);
 }
@@ -126,7 +127,7 @@ session_heartbeat_pending(struct state *st, struct session *s, int64_t timeout_m
 		json_decref(body);
 		return -1;
 	}
-	snprintf(path, sizeof path, "/v1/sessions/%s/heartbeat", s->b.session_id);
+	snprintf(path, sizeof path, PROTO_SESSIONS "/%s" PROTO_S_HEARTBEAT, s->b.session_id);
 	rc = client_call(s->dispatcher, "POST", path, cred, body, timeout_ms, &ans, over, e);
 	json_decref(body);
 	memset(cred, 0, sizeof cred);

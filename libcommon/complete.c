@@ -39,15 +39,13 @@ prefix_possible(const char *p)
 int
 complete_run_ids(struct state *st, const char *set, const char *prefix, FILE *out, struct ek_err *e)
 {
-	char upper[RUN_ID_MAX + 2];
+	char upper[RUN_ID_MAX + 2], sets[128];
 	sqlite3_stmt *q;
-	int i, rc;
+	int i = text_word_index(set, complete_sets), rc;
 
-	for (i = 0; complete_sets[i] && strcmp(set, complete_sets[i]) != 0; i++)
-		;
-	if (!complete_sets[i])
-		return ek_fail(e, EK_USAGE, "unknown set of run ids '%.40s' (all, queued, running, live "
-		    "or retained)", set);
+	if (i < 0)
+		return ek_fail(e, EK_USAGE, "unknown set of run ids '%.40s' (%s)", set,
+		    text_join(sets, sizeof sets, complete_sets));
 	if (!prefix_possible(prefix))
 		return 0;
 	snprintf(upper, sizeof upper, "%s~", prefix);

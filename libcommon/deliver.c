@@ -9,6 +9,7 @@
 #include "deliver.h"
 #include "jsonout.h"
 #include "proc.h"
+#include "protocol.h"
 #include "runs.h"
 #include "session.h"
 #include "text.h"
@@ -396,7 +397,7 @@ send_one(struct batch *b, struct job *j, struct ek_err *e)
 	j->auth = s.b;
 	if (session_credential(b->st, &j->auth, cred, sizeof cred, e) < 0)
 		return -1;
-	snprintf(url, sizeof url, "%s/v1/results", s.dispatcher);
+	snprintf(url, sizeof url, "%s" PROTO_RESULTS, s.dispatcher);
 	t0 = mono_ms();
 	rc = http_request("POST", url, cred, j->r.body, j->r.body_len, b->deadline - t0, &reply, e);
 	memset(cred, 0, sizeof cred);

@@ -18,8 +18,7 @@ field_shaped(json_t *o, const char *key, const char *prefix, size_t hex)
 	const char *s = json_string_value(json_object_get(o, key));
 	size_t pl = strlen(prefix);
 
-	if (!s || strncmp(s, prefix, pl) != 0 || strlen(s) != pl + hex ||
-	    strspn(s + pl, "0123456789abcdef") != hex)
+	if (!s || strncmp(s, prefix, pl) != 0 || !text_is_hex(s + pl, hex))
 		return NULL;
 	return s;
 }

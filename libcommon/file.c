@@ -1,9 +1,11 @@
 /*
  * file — see file.h.
  *
- * The one writer of whole files outside the state directory: temporary
- * file, fsync, rename, fsync of the directory, in that order, so that the
- * rename is durable once it returns.
+ * The one writer of whole files, in the state directory or outside it:
+ * a temporary file (new bytes, or a second link to a file), fsync, rename,
+ * fsync of the directory, in that order, so that the rename is durable
+ * once it returns; put_in_place() is the one rename every replacement ends
+ * in.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +94,31 @@ temp_name(const char *base, char *tmp, size_t n)
 	return 0;
 }
 
+/* Put the temporary file tmp of dirfd in place of base: rename it over
+ * base and, durable, sync the directory.  The rename replaces whatever has
+ * the name, a link included: it is never written through.  On failure tmp
+ * is removed.  0, or -1 (errno set, e filled). */
+static int
+put_in_place(int dirfd, const char *dirpath, const char *tmp, const char *base, bool durable,
+    struct ek_err *e)
+{
+	int err;
+
+	if (renameat(dirfd, tmp, dirfd, base) < 0) {
+		err = errno;
+		unlinkat(dirfd, tmp, 0);
+		errno = err;
+		return ek_fail(e, EK_IOERR, "rename to '%s/%s': %s", dirpath, base, strerror(err));
+	}
+	if (durable && fsync(dirfd) < 0) {
+		err = errno;
+		ek_fail(e, EK_IOERR, "'%s': fsync: %s", dirpath, strerror(err));
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 int
 file_replace_at(int dirfd, const char *dirpath, const char *tmp, const char *base,
     const void *data, size_t n, mode_t mode, bool durable, struct ek_err *e)
@@ -112,16 +139,27 @@ file_replace_at(int dirfd, const char *dirpath, const char *tmp, const char *bas
 		unlinkat(dirfd, tmp, 0);
 		return ek_fail(e, EK_IOERR, "'%s/%s': %s", dirpath, tmp, strerror(err));
 	}
-	/* The rename replaces whatever has the name, a link included: it is
-	 * never written through.  It is durable once the directory is. */
-	if (renameat(dirfd, tmp, dirfd, base) < 0) {
+	return put_in_place(dirfd, dirpath, tmp, base, durable, e);
+}
+
+int
+file_link_at(int from_fd, const char *name, int dirfd, const char *dirpath, const char *tmp,
+    const char *base, bool durable, struct ek_err *e)
+{
+	int rc = linkat(from_fd, name, dirfd, tmp, 0), err;
+
+	/* As above: a temporary name a crashed writer left is removed first. */
+	if (rc < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		rc = linkat(from_fd, name, dirfd, tmp, 0);
+	if (rc < 0) {
 		err = errno;
-		unlinkat(dirfd, tmp, 0);
-		return ek_fail(e, EK_IOERR, "rename to '%s/%s': %s", dirpath, base, strerror(err));
+		ek_fail(e, EK_IOERR, "link '%s/%s': %s", dirpath, tmp, strerror(err));
+		errno = err;
+		return -1;
 	}
-	if (durable && fsync(dirfd) < 0)
-		return ek_fail(e, EK_IOERR, "'%s': fsync: %s", dirpath, strerror(errno));
-	return 0;
+	/* The file is synced already or not at all: a second name adds no
+	 * data, only the directory entry put_in_place() makes durable. */
+	return put_in_place(dirfd, dirpath, tmp, base, durable, e);
 }
 
 int

@@ -2,7 +2,8 @@
  * file — whole files outside the state directory (the metrics text, the
  * dispatcher's port file), replaced so that a reader never sees a part.
  * Files inside the state directory go through state.h
- * (state_write_atomic_at), which uses the same file_replace_at().
+ * (state_write_atomic_at, state_link_atomic_at), which use the same
+ * file_replace_at() and file_link_at(): one rename, one guarantee.
  */
 #ifndef EK_FILE_H
 #define EK_FILE_H
@@ -28,7 +29,8 @@
 int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, struct ek_err *e);
 
 /* The one replacement of a whole file, which every atomic write goes
- * through (file_write_atomic, state_write_atomic_at): write the n bytes of
+ * through (file_write_atomic, state_write_atomic_at; file_link_at for a
+ * second name): write the n bytes of
  * data to the new temporary file tmp in directory dirfd (O_EXCL, never
  * through a link; one a crashed writer left under that name is removed
  * first), give it mode, rename it over base.  durable: the file is synced
@@ -38,5 +40,14 @@ int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode,
  * messages.  0, or -1 (e filled; the temporary file is removed). */
 int file_replace_at(int dirfd, const char *dirpath, const char *tmp, const char *base,
     const void *data, size_t n, mode_t mode, bool durable, struct ek_err *e);
+
+/* file_replace_at() with a second link to file name of directory from_fd
+ * in place of new bytes (one inode under two names; its mode is the
+ * file's): link it as tmp in dirfd (one left there is removed first),
+ * rename that over base, sync the directory when durable.  The caller
+ * keeps from_fd's name from being replaced meanwhile.  0, or -1 (errno
+ * set, e filled; the temporary link is removed). */
+int file_link_at(int from_fd, const char *name, int dirfd, const char *dirpath, const char *tmp,
+    const char *base, bool durable, struct ek_err *e);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "protocol.h"
 #include "wire.h"
 
 /* The few libcurl entry points we use, resolved once from libcurl.so.4. */
@@ -101,7 +102,7 @@ headers_for(const char *bearer, int has_body)
 		h = cu.slist_append(h, "Content-Type: application/json");
 	h = cu.slist_append(h, "Expect:");   /* no 100-continue round trip */
 	if (bearer) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", bearer);
+		snprintf(auth, sizeof auth, "Authorization: " PROTO_BEARER "%s", bearer);
 		h = cu.slist_append(h, auth);
 		memset(auth, 0, sizeof auth);
 	}

@@ -22,6 +22,8 @@
 #include "jsonout.h"
 #include "output.h"
 #include "inspect_int.h"
+#include "protocol.h"
+#include "text.h"
 
 /* --- the guard ----------------------------------------------------------- */
 
@@ -35,15 +37,6 @@ static const char *const run_private[] = { "program", "args", "env", "cwd", "pol
 /* Columns stored as JSON text, shown as JSON values. */
 static const char *const json_cols[] = { "args", "env", "policy", NULL };
 
-static bool
-in_list(const char *s, const char *const *list)
-{
-	for (; *list; list++)
-		if (strcmp(s, *list) == 0)
-			return true;
-	return false;
-}
-
 /* sqlite3 authorizer: called at prepare time for every column read. */
 static int
 authorize(void *arg, int action, const char *table, const char *column, const char *db, const char *trig)
@@ -56,7 +49,7 @@ authorize(void *arg, int action, const char *table, const char *column, const ch
 		return SQLITE_DENY;
 	if (*mode != INSPECT_LOOKUP)
 		return SQLITE_OK;
-	if ((strcmp(table, "runs") == 0 || strcmp(table, "results") == 0) && in_list(column, run_private))
+	if ((strcmp(table, "runs") == 0 || strcmp(table, "results") == 0) && text_word_in(column, run_private))
 		return SQLITE_DENY;   /* a result keeps the program and args too (schema step 10) */
 	if (strcmp(table, "accepts") == 0 && strcmp(column, "content") == 0)
 		return SQLITE_DENY;
@@ -418,7 +411,7 @@ text_value(const char *name, const char *t, size_t n)
 	json_t *v;
 	char *copy;
 
-	if (in_list(name, json_cols) && (v = json_loadb(t, n, JSON_DECODE_ANY, NULL)))
+	if (text_word_in(name, json_cols) && (v = json_loadb(t, n, JSON_DECODE_ANY, NULL)))
 		return v;
 	if ((v = json_stringn(t, n)))
 		return v;
@@ -475,8 +468,7 @@ inspect_row_json(sqlite3_stmt *q)
 const char *const inspect_list_kinds[] = { "quarantined", "unknown", "retained", "refused",
 	"orphaned", "queued", "running", "receipts", "all", NULL };
 
-const char *const inspect_outcomes[] = { "exited", "killed", "timeout", "cancelled",
-	"exec_failed", NULL };
+const char *const inspect_outcomes[] = PROTO_OUTCOMES;
 
 /* The column --since looks at, of each kind, in the order of
  * inspect_list_kinds: the one the list is ordered by. */
@@ -546,7 +538,7 @@ static const char *const list_order[][2] = {
 bool
 inspect_list_has_outcome(const char *kind)
 {
-	return in_list(kind, (const char *const[]){ "retained", "refused", "orphaned", "receipts", "all",
+	return text_word_in(kind, (const char *const[]){ "retained", "refused", "orphaned", "receipts", "all",
 	    NULL });
 }
 
@@ -615,11 +607,9 @@ list_rows(struct state *st, sqlite3_stmt *q, const struct inspect_filter *f, con
 static int
 kind_index(const char *kind, struct ek_err *e)
 {
-	int i;
+	int i = text_word_index(kind, inspect_list_kinds);
 
-	for (i = 0; inspect_list_kinds[i] && strcmp(kind, inspect_list_kinds[i]) != 0; i++)
-		;
-	return inspect_list_kinds[i] ? i : ek_fail(e, EK_USAGE, "unknown list '%.40s'", kind);
+	return i >= 0 ? i : ek_fail(e, EK_USAGE, "unknown list '%.40s'", kind);
 }
 
 int

@@ -6,6 +6,7 @@
 #include "client.h"
 #include "field.h"
 #include "http.h"
+#include "protocol.h"
 #include "relay.h"
 
 /* Is item a well-formed pending inspection? */
@@ -26,7 +27,7 @@ relay_fetch(const struct session *s, const char *cred, int64_t timeout_ms,
 	size_t i;
 
 	*list = NULL;
-	snprintf(path, sizeof path, "/v1/sessions/%s/inspections", s->b.session_id);
+	snprintf(path, sizeof path, PROTO_SESSIONS "/%s" PROTO_S_INSPECTIONS, s->b.session_id);
 	/* over = NULL: a session over is reported, not recorded (relay.h) */
 	if (client_call(s->dispatcher, "GET", path, cred, NULL, timeout_ms, &ans, NULL, e) < 0)
 		return -1;
@@ -58,7 +59,7 @@ relay_post(const struct session *s, const char *cred, const char *id, json_t *an
 
 	if (!text)
 		return ek_fail(e, EK_OSERR, "out of memory");
-	snprintf(url, sizeof url, "%s/v1/sessions/%s/inspections/%s", s->dispatcher,
+	snprintf(url, sizeof url, "%s" PROTO_SESSIONS "/%s" PROTO_S_INSPECTIONS "/%s", s->dispatcher,
 	    s->b.session_id, id);
 	rc = http_request("POST", url, cred, text, strlen(text), timeout_ms, &r, e);
 	free(text);

@@ -111,27 +111,30 @@ no_output(struct state *st, const struct runlog *r, const char *name, struct ek_
 	    r->follow ? "" : ", or it has not written any yet (-f waits for it)");
 }
 
-/* Open the output file; while following a pending run, wait for it (a
- * guest's capture file is made on its first byte).  -2: stopped while
- * waiting, with nothing to print. */
+/* Open the output file into *fd; while following a pending run, wait for
+ * it (a guest's capture file is made on its first byte).  0 with *fd open;
+ * 0 with *fd -1 when *stop ended the wait before there was anything to
+ * print (not an error: the follow is over); or -1 (e filled). */
 static int
 open_output(struct state *st, const struct runlog *r, const char *name,
-    volatile sig_atomic_t *stop, struct ek_err *e)
+    volatile sig_atomic_t *stop, int *fd, struct ek_err *e)
 {
 	char rel[320];
 	bool pending = false;
-	int fd;
 
+	*fd = -1;
 	snprintf(rel, sizeof rel, "out/%s", name);
 	for (;;) {
 		if (r->follow && run_pending(st, r->run_id, &pending, e) < 0)
 			return -1;
-		if ((fd = state_open_file(st, rel, O_RDONLY, 0, NULL)) >= 0)
-			return fd;
-		if (errno != ENOENT)
-			return state_open_file(st, rel, O_RDONLY, 0, e);   /* says why */
+		if ((*fd = state_open_file(st, rel, O_RDONLY, 0, NULL)) >= 0)
+			return 0;
+		if (errno != ENOENT) {   /* again, to say why */
+			*fd = state_open_file(st, rel, O_RDONLY, 0, e);
+			return *fd < 0 ? -1 : 0;
+		}
 		if (*stop)
-			return -2;
+			return 0;
 		if (!pending)
 			return no_output(st, r, name, e);
 		nap();
@@ -171,8 +174,10 @@ runlog_print(struct state *st, const struct runlog *r, volatile sig_atomic_t *st
 	int fd, rc;
 
 	snprintf(name, sizeof name, "%s.%s", r->run_id, r->err ? "stderr" : "stdout");
-	if ((fd = open_output(st, r, name, stop, e)) < 0)
-		return fd == -2 ? 0 : -1;
+	if (open_output(st, r, name, stop, &fd, e) < 0)
+		return -1;
+	if (fd < 0)
+		return 0;   /* stopped before the file was there: nothing to print */
 	for (;;) {
 		/* Asked before the read: once it says finished, this read is the last. */
 		if ((rc = r->follow ? run_pending(st, r->run_id, &pending, e) : 0) < 0 ||

@@ -168,14 +168,10 @@ check_fields(json_t *o, struct ek_err *e)
 		"due_at", "timeout_ms", "env", "cwd", "policy", NULL };
 	const char *k;
 	json_t *v;
-	int i;
 
-	json_object_foreach(o, k, v) {
-		for (i = 0; known[i] && strcmp(known[i], k) != 0; i++)
-			;
-		if (!known[i])
+	json_object_foreach(o, k, v)
+		if (!text_word_in(k, known))
 			return ek_fail(e, EK_DATAERR, "unknown field '%.64s'", k);
-	}
 	return 0;
 }
 

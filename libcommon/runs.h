@@ -16,11 +16,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "protocol.h"
 #include "session.h"
 #include "state.h"
 
-#define RUN_ID_MAX 128
-#define TXN_ID_MAX 256
 #define SPEC_LINE_MAX (1024 * 1024)
 
 struct runspec {

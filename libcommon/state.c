@@ -12,7 +12,9 @@
 #include "clock.h"
 #include "file.h"
 #include "random.h"
+#include "protocol.h"
 #include "state.h"
+#include "text.h"
 
 struct schema_step { const char *name; const char *sql; };
 #include "schema_sql.h"
@@ -302,22 +304,12 @@ state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *ba
     struct ek_err *e)
 {
 	char tmp[NAME_MAX + 1];
-	int rc, err;
 
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", base) >= (int)sizeof tmp) {
 		errno = ENAMETOOLONG;
 		return ek_fail(e, EK_SOFTWARE, "'%s/%s': name too long", to_path, base);
 	}
-	rc = linkat(from_fd, base, to_fd, tmp, 0);
-	if (rc < 0 && errno == EEXIST && unlinkat(to_fd, tmp, 0) == 0)
-		rc = linkat(from_fd, base, to_fd, tmp, 0);
-	if (rc == 0 && renameat(to_fd, tmp, to_fd, base) == 0)
-		return 0;
-	err = errno;
-	if (rc == 0)
-		unlinkat(to_fd, tmp, 0);
-	errno = err;
-	return err == ENOENT ? -1 : ek_fail(e, EK_IOERR, "link '%s/%s': %s", to_path, base, strerror(err));
+	return file_link_at(from_fd, base, to_fd, to_path, tmp, base, false, e);
 }
 
 static int
@@ -338,7 +330,7 @@ create_schema(struct state *st, struct ek_err *e)
 {
 	char pragma[96];
 	char when[32];
-	char key[STATE_KEY_HEX + 1];
+	char key[EXECUTOR_KEY_HEX + 1];
 	int i, rc;
 
 	if (db_begin_write(&st->db, e) < 0)
@@ -348,8 +340,8 @@ create_schema(struct state *st, struct ek_err *e)
 			goto fail;
 	snprintf(pragma, sizeof pragma, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
 	    EK_APPLICATION_ID, SCHEMA_STEPS);
-	if (random_hex(st->executor_id, sizeof st->executor_id, "", 16) < 0 ||
-	    random_hex(key, sizeof key, "", STATE_KEY_HEX / 2) < 0) {
+	if (random_hex(st->executor_id, sizeof st->executor_id, "", EXECUTOR_ID_HEX / 2) < 0 ||
+	    random_hex(key, sizeof key, "", EXECUTOR_KEY_HEX / 2) < 0) {
 		ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		goto fail;
 	}
@@ -432,7 +424,7 @@ state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e)
 	db_done(&st->db, q);
 	if (rc < 0)
 		return -1;
-	if (strlen(out) != STATE_KEY_HEX || strspn(out, "0123456789abcdef") != STATE_KEY_HEX) {
+	if (!text_is_hex(out, EXECUTOR_KEY_HEX)) {
 		explicit_bzero(out, n);
 		return ek_fail(e, EK_DATAERR, "%s: state has no executor key (damaged meta table); "
 		    "the dispatcher accepts this executor only with the key it was bound to",

@@ -88,19 +88,18 @@ int state_write_atomic_at(int dirfd, const char *dirpath, const char *base, cons
     mode_t mode, bool durable, struct ek_err *e);
 
 /* Replace BASE in directory TO_FD (TO_PATH names it in messages) with a
- * second link to file BASE of directory FROM_FD, atomically: a link
- * BASE.tmp (one left there is removed first), renamed over BASE.  The
- * same file under two names costs one inode, not two (on ext4 without a
- * journal, a new inode is what a new file costs most).  The caller keeps
- * FROM_FD's BASE from being replaced meanwhile.  0, or -1 (errno set; e
- * filled unless errno is ENOENT: TO_FD was removed). */
+ * second link to file BASE of directory FROM_FD, atomically, through
+ * file_link_at() (file.h) with the temporary link BASE.tmp; not durable,
+ * as the limits files it serves are not.  The same file under two names
+ * costs one inode, not two (on ext4 without a journal, a new inode is
+ * what a new file costs most).  The caller keeps FROM_FD's BASE from
+ * being replaced meanwhile.  0, or -1 (errno set, e filled; errno ENOENT:
+ * TO_FD was removed, which a caller may take for success). */
 int state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char *base,
     struct ek_err *e);
 
-enum { STATE_KEY_HEX = 64 };
-
 /* The executor's key (schema step 9): 64 hex digits and a NUL into out
- * (n > STATE_KEY_HEX).  A credential: what reads it sends it to the
+ * (n > EXECUTOR_KEY_HEX, protocol.h).  A credential: what reads it sends it to the
  * dispatcher at negotiation and wipes it; nothing prints it.  0, or -1
  * (EK_DATAERR if the state has none). */
 int state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "err.h"
+#include "text.h"
 
 enum { MAX_WORD = 32 };
 /* git's weights: swap 0, substitution 2, insertion 1, deletion 3 (plus one for not being a prefix). */
@@ -72,6 +73,18 @@ static int
 score(const char *word, const char *name)
 {
 	return *word && strncmp(name, word, strlen(word)) == 0 ? 0 : distance(word, name) + 1;
+}
+
+char *
+cli_command_names(char *buf, size_t n, const void *table, size_t count, size_t size)
+{
+	const char *names[33];
+	size_t i;
+
+	for (i = 0; i < count && i < sizeof names / sizeof names[0] - 1; i++)
+		names[i] = command_name(table, i, size);
+	names[i] = NULL;
+	return text_join(buf, n, names);
 }
 
 int

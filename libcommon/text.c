@@ -1,5 +1,6 @@
 /* text — see text.h. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "text.h"
@@ -75,4 +76,48 @@ text_is_id(const char *s, size_t min, size_t max)
 	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
 
 	return s[n] == '\0' && n >= min && n <= max;
+}
+
+bool
+text_is_hex(const char *s, size_t n)
+{
+	return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
+
+bool
+text_is_xdigits(const char *s, size_t n)
+{
+	return strlen(s) == n && strspn(s, "0123456789abcdefABCDEF") == n;
+}
+
+int
+text_word_index(const char *s, const char *const *words)
+{
+	int i;
+
+	for (i = 0; words[i]; i++)
+		if (strcmp(s, words[i]) == 0)
+			return i;
+	return -1;
+}
+
+bool
+text_word_in(const char *s, const char *const *words)
+{
+	return text_word_index(s, words) >= 0;
+}
+
+char *
+text_join(char *buf, size_t n, const char *const *words)
+{
+	size_t len = 0;
+	int i;
+
+	if (n)
+		buf[0] = '\0';
+	for (i = 0; words[i] && len < n; i++) {
+		snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : words[i + 1] ? ", " : " or ", words[i]);
+		len += strlen(buf + len);
+	}
+	return buf;
 }

@@ -27,4 +27,23 @@ char *text_safe(char *dst, size_t n, const char *src);
  * min 0 the empty string passes too (a prefix being typed). */
 bool text_is_id(const char *s, size_t min, size_t max);
 
+/* Is s exactly n lowercase hex digits, as execkit and the reference
+ * dispatcher make them (keys, credentials, the hex of an issued id)? */
+bool text_is_hex(const char *s, size_t n);
+
+/* The same, either case: what the dispatcher accepts from a client. */
+bool text_is_xdigits(const char *s, size_t n);
+
+/* The index of s in words (NULL-terminated), or -1: the one "word in a
+ * list" lookup (a field name, a kind, an outcome). */
+int text_word_index(const char *s, const char *const *words);
+
+/* Is s one of words? */
+bool text_word_in(const char *s, const char *const *words);
+
+/* words (NULL-terminated) for a message, "a, b or c", into buf (n bytes,
+ * cut if need be); returns buf.  A list in a message is made from the
+ * list the code checks, never copied into the message by hand. */
+char *text_join(char *buf, size_t n, const char *const *words);
+
 #endif

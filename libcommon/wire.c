@@ -1,4 +1,5 @@
 /* wire — see wire.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "protocol.h"
 #include "wire.h"
 
 #define LINE_MAX_CHUNK 1024                              /* a chunk-size line */
@@ -169,7 +171,7 @@ walk_chunks(const char *b, size_t n, bool eof, char *out, size_t *size, size_t *
 		}
 		len = 0;
 		for (digits = 0; p + digits < n && b[p + digits] &&
-		    strchr("0123456789abcdefABCDEF", b[p + digits]); digits++) {
+		    isxdigit((unsigned char)b[p + digits]); digits++) {
 			if (digits == 15) {
 				*why = "a chunk size over 15 hex digits";
 				return -1;
@@ -537,7 +539,7 @@ request_head(const char *method, const struct target *t, const char *bearer, con
 	if (body)
 		snprintf(cl, sizeof cl, "Content-Type: application/json\r\nContent-Length: %zu\r\n", len);
 	k = asprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n%s%s%s%s\r\n",
-	    method, t->path, t->authority, cl, bearer ? "Authorization: Bearer " : "", bearer ? bearer : "",
+	    method, t->path, t->authority, cl, bearer ? "Authorization: " PROTO_BEARER : "", bearer ? bearer : "",
 	    bearer ? "\r\n" : "");
 	if (k < 0)
 		return NULL;

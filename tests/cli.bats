@@ -140,3 +140,34 @@ bad_option() {
 	assert_success
 	assert_output --partial "delivered h1 (1 attempt)"
 }
+
+# as_list WORD...: the words as a message lists them, "a, b or c".
+as_list() {
+	local out=$1
+	shift
+	while [ $# -gt 1 ]; do out+=", $1"; shift; done
+	[ $# -eq 0 ] || out+=" or $1"
+	printf '%s\n' "$out"
+}
+
+@test "a message's list of names is the code's own list: exec-inspect's commands, list kinds, outcomes" {
+	local commands kinds outcomes
+	# the commands: the ones its --help's usage lines run (docs.bats ties them to the page)
+	commands=$(usage_lines exec-inspect | awk '{ print $3 }' | paste -sd' ')
+	[ "$(wc -w <<<"$commands")" -ge 8 ] || fail "usage: $commands"
+	run --separate-stderr exec-inspect
+	[ "$status" -eq "$EK_USAGE" ]
+	# shellcheck disable=SC2086 # words
+	assert_equal "${stderr%%$'\n'*}" "exec-inspect: missing command ($(as_list $commands))"
+	# the list kinds and the outcomes: the ones the completion offers, from inspect.c's lists
+	kinds=$(complete_words exec-inspect list '' | paste -sd' ')
+	[ "$(wc -w <<<"$kinds")" -ge 8 ] || fail "kinds: $kinds"
+	run --separate-stderr exec-inspect list nope
+	# shellcheck disable=SC2086
+	assert_equal "${stderr%%$'\n'*}" "exec-inspect: unknown list 'nope' ($(as_list $kinds))"
+	outcomes=$(complete_words exec-inspect list refused --outcome '' | paste -sd' ')
+	[ "$(wc -w <<<"$outcomes")" -ge 5 ] || fail "outcomes: $outcomes"
+	run --separate-stderr exec-inspect list refused --outcome nope
+	# shellcheck disable=SC2086
+	assert_equal "${stderr%%$'\n'*}" "exec-inspect: --outcome: unknown outcome 'nope' ($(as_list $outcomes))"
+}

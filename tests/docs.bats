@@ -118,3 +118,128 @@ SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "ENVIRONMENT" 
 		man_section "$MANDIR/$t.1" FILES | grep -q '^\.I STATE/state.db$' || fail "$t.1: FILES"
 	done
 }
+
+# doc_endpoints FILE: "METHOD PATTERN" for each row of the endpoint table
+# (the "## Endpoints" section) of doc/protocol.md, {x} written as the
+# route table's "*"; sorted.
+doc_endpoints() {
+	awk '/^## / { on = ($0 == "## Endpoints") } on && /^\| [A-Z]+ \| `/' "$1" |
+		sed -E 's/^\| ([A-Z]+) \| `([^`]*)`.*/\1 \2/; s/\{[^}]*\}/*/g' | sort
+}
+
+# route_table FILE: "METHOD PATTERN" for each row of dispatcher/http.c's
+# routes[]; sorted.
+route_table() {
+	awk '/^} routes\[\] = \{/ { on = 1; next } on && /^};/ { on = 0 } on' "$1" |
+		sed -nE 's/^[[:space:]]*\{ "([A-Z]+)", "([^"]*)", h_[a-z_]+(, [A-Z_0-9]+)* \},$/\1 \2/p' | sort
+}
+
+@test "doc/protocol.md's endpoint table is the dispatcher's route table" {
+	doc_endpoints "$SRC/doc/protocol.md" >"$BATS_TEST_TMPDIR/doc"
+	route_table "$SRC/dispatcher/http.c" >"$BATS_TEST_TMPDIR/code"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/code")" -ge 20 ] || fail "route table not read: $(cat "$BATS_TEST_TMPDIR/code")"
+	diff -u "$BATS_TEST_TMPDIR/code" "$BATS_TEST_TMPDIR/doc" ||
+		fail "doc/protocol.md's endpoint table (+) differs from routes[] in dispatcher/http.c (-)"
+}
+
+@test "a real dispatcher serves every endpoint of doc/protocol.md's table" {
+	local m p out
+	start_dispatcher
+	while read -r m p; do
+		# the admin token: /admin/ takes it, /v1/ answers 401 to it (any
+		# answer but "no such endpoint" or "method not allowed" will do)
+		out=$(admin "$m" "${p//\*/x}") || fail "$m $p: no answer"
+		[[ $out != *'"error":"not_found"'* ]] || fail "$m $p: $out"
+		[[ $out != *'"error":"method_not_allowed"'* ]] || fail "$m $p: $out"
+	done < <(doc_endpoints "$SRC/doc/protocol.md")
+	# and the check can fail: a path the dispatcher does not serve
+	run admin GET /v1/nowhere
+	assert_output --partial '"error":"not_found"'
+}
+
+@test "every path libcommon/protocol.h names is part of a route" {
+	local name path
+	route_table "$SRC/dispatcher/http.c" | cut -d' ' -f2 >"$BATS_TEST_TMPDIR/patterns"
+	while read -r name path; do
+		grep -qF -- "$path" "$BATS_TEST_TMPDIR/patterns" || fail "$name $path: in no route"
+	done < <(sed -nE 's/^#define (PROTO_[A-Z_]+) "(\/[^"]*)".*/\1 \2/p' "$SRC/libcommon/protocol.h")
+	[ "$(sed -nE 's/^#define (PROTO_[A-Z_]+) "(\/[^"]*)".*/\1/p' "$SRC/libcommon/protocol.h" | wc -l)" -ge 10 ]
+}
+
+@test "the endpoint lints find what they must" {
+	printf '## Endpoints\n\n| method | path |\n|---|---|\n| GET | `/a/{id}/b` | x |\n| POST | `/c` | y |\n\n## Next\n\n| GET | `/not/this` | z |\n' >"$BATS_TEST_TMPDIR/p.md"
+	run doc_endpoints "$BATS_TEST_TMPDIR/p.md"
+	assert_output "GET /a/*/b
+POST /c"
+	printf 'static const struct route {\n\tint x;\n} routes[] = {\n\t{ "POST", "/c", h_c, RK_OTHER, V1_MAX },\n\t{ "GET", "/a/*/b", h_ab },\n};\n\t{ "GET", "/after", h_no },\n' >"$BATS_TEST_TMPDIR/h.c"
+	run route_table "$BATS_TEST_TMPDIR/h.c"
+	assert_output "GET /a/*/b
+POST /c"
+}
+
+# cited_paths FILE...: "FILE: PATH" for each path of the tree the files
+# cite (a directory of the tree, then a name with a known extension),
+# placeholders such as NAME and NNN left out.
+cited_paths() {
+	local f
+	for f in "$@"; do
+		grep -oE '(^|[^/A-Za-z0-9_.-])(doc|bench|libcommon|cmd|dispatcher|contrib|schema|scripts|tests|build-aux)/[A-Za-z0-9_./-]*\.(md|h|c|sh|bats|bash|sql|json|yml|png|service)\b' "$f" |
+			sed -E 's/^[^a-z]//' | grep -vE 'NAME|NNN' | sort -u | sed "s|^|$f: |"
+	done
+}
+
+@test "every file of the tree that README.md, HACKING.md and doc/*.md cite exists" {
+	local f p n=0
+	cd "$SRC"
+	while IFS= read -r line; do
+		f=${line%%: *} p=${line#*: }
+		n=$((n + 1))
+		[ -e "$p" ] || fail "$f cites $p, which does not exist"
+	done < <(cited_paths README.md HACKING.md doc/*.md)
+	[ "$n" -ge 100 ] || fail "only $n citations read"
+}
+
+# h2 FILE: the ## headings of FILE, outside code blocks.
+h2() {
+	awk '/^```/ { code = !code } !code && /^## / { sub(/^## /, ""); print }' "$1"
+}
+
+@test "README.md reads in order: what it is, install, quick start, daily use, then pointers" {
+	run h2 "$SRC/README.md"
+	assert_output "The tools
+How it fits together
+Install
+Quick start
+Daily use
+Performance
+Building and testing
+Where to read on"
+}
+
+# perf_tables FILE: how many tables README's Performance section holds,
+# and its rows that compare a before with an after ("→").
+perf_tables() {
+	awk '/^## / { on = ($0 == "## Performance") } on' "$1" |
+		awk '/^\|---/ { t++ } /^\|.*→/ { print "before/after row: " substr($0, 1, 60) } END { print t + 0 " table(s)" }'
+}
+
+@test "README's Performance section is one table of current figures; the history is bench/README.md's" {
+	run perf_tables "$SRC/README.md"
+	assert_output "1 table(s)"
+	grep -q "^## The README's figures, as they grew" "$SRC/bench/README.md"
+}
+
+@test "the README lints find what they must" {
+	printf '## Performance\n\n| a | b |\n|---|---|\n| x | 1 → 2 |\n\n| c |\n|---|\n\n## Next\n\n| d |\n|---|\n' >"$BATS_TEST_TMPDIR/R.md"
+	run perf_tables "$BATS_TEST_TMPDIR/R.md"
+	assert_output "before/after row: | x | 1 → 2 |
+2 table(s)"
+	printf 'see doc/nowhere.md and `libcommon/db.h`, not /usr/share/doc/x.md or tests/exec-NAME.bats\n' >"$BATS_TEST_TMPDIR/C.md"
+	run cited_paths "$BATS_TEST_TMPDIR/C.md"
+	assert_output "$BATS_TEST_TMPDIR/C.md: doc/nowhere.md
+$BATS_TEST_TMPDIR/C.md: libcommon/db.h"
+	printf '## A\n```\n## not\n```\n## B\n' >"$BATS_TEST_TMPDIR/H.md"
+	run h2 "$BATS_TEST_TMPDIR/H.md"
+	assert_output "A
+B"
+}

@@ -7,8 +7,8 @@
 
 load helpers
 
-RUN_ID_MAX=$(($(sed -n 's/^#define RUN_ID_MAX[[:space:]]*//p' "$SRC/libcommon/runs.h")))
-TXN_ID_MAX=$(($(sed -n 's/^#define TXN_ID_MAX[[:space:]]*//p' "$SRC/libcommon/runs.h")))
+RUN_ID_MAX=$(sed -n 's/^#define RUN_ID_MAX[[:space:]]*\([0-9]*\).*/\1/p' "$SRC/libcommon/protocol.h")
+TXN_ID_MAX=$(sed -n 's/^#define TXN_ID_MAX[[:space:]]*\([0-9]*\).*/\1/p' "$SRC/libcommon/protocol.h")
 SPEC_LINE_MAX=$(($(sed -n 's/^#define SPEC_LINE_MAX[[:space:]]*//p' "$SRC/libcommon/runs.h")))
 
 setup() {

@@ -165,3 +165,117 @@ $BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
 	run grep -nE 'CHECK *\( *[a-z_]+ +IN\b' "$SRC"/schema/*.sql "$SRC"/schema/dispatcher/*.sql
 	assert_output ''
 }
+
+# A function that fails returns -1 with its ek_err filled (err.h); any
+# other negative value is a sentinel its callers must know by number
+# (runlog.c's "-2: stopped" was one).  An out-parameter or a named
+# constant says it instead.
+magic_returns() {
+	grep -nE 'return -[2-9][0-9]*;|[=!]= -[2-9][0-9]*\b' "$@" || true
+}
+
+@test "no C function returns a numbered negative sentinel" {
+	run magic_returns "$SRC"/libcommon/*.[ch] "$SRC"/cmd/*.[ch] "$SRC"/dispatcher/*.[ch]
+	assert_output ''
+}
+
+@test "the sentinel lint finds what it must" {
+	printf 'int f(void)\n{\n\treturn -2;\n}\nint g(int fd)\n{\n\treturn fd == -3 ? 0 : -1;\n}\n' >"$BATS_TEST_TMPDIR/s.c"
+	run magic_returns "$BATS_TEST_TMPDIR/s.c"
+	assert_output "3:	return -2;
+7:	return fd == -3 ? 0 : -1;"
+}
+
+# One atomic writer (file.c): every whole file put in place under a name,
+# bytes or a second link, goes through file_replace_at() or file_link_at(),
+# whose one rename syncs the directory when asked to be durable.  A rename
+# or a link anywhere else is a second dance with its own guarantee.  The
+# supervisor log's rotation (svlog.c) renames a log aside, replacing
+# nothing a reader needs whole.
+second_writers() {
+	grep -nE '\b(renameat2?|rename|linkat|link)\(' "$@" | grep -v '^[^:]*svlog\.c:.*SVLOG_FILE' || true
+}
+
+@test "only file.c puts a file in place by rename or link" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.c' ! -name file.c | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run second_writers $c
+	assert_output ''
+}
+
+@test "the one-writer lint finds what it must" {
+	printf 'int f(void)\n{\n\tif (linkat(a, b, c, d, 0) < 0)\n\t\treturn -1;\n\treturn renameat(c, d, c, b);\n}\n' >"$BATS_TEST_TMPDIR/w.c"
+	run second_writers "$BATS_TEST_TMPDIR/w.c"
+	assert_output "3:	if (linkat(a, b, c, d, 0) < 0)
+5:	return renameat(c, d, c, b);"
+}
+
+# The endpoints' paths are named once, in libcommon/protocol.h, and the
+# dispatcher's route table (dispatcher/http.c's routes[] rows) spells its
+# patterns out; a path written anywhere else in C is a copy that can drift.
+# Help text (a line that is a string only) may name them for people.
+path_literals() {
+	grep -HnE '"[^"]*/(v1|admin)/|"/(heartbeat|work|receipts|adoptions|handback|inspections)"' "$@" |
+		grep -vE '^[^:]*:[0-9]+:[[:space:]]*(\{ "[A-Z]+", "/|")' || true
+}
+
+@test "no C file but protocol.h writes an endpoint's path" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.[ch]' ! -name protocol.h | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run path_literals $c
+	assert_output ''
+}
+
+@test "the path lint finds what it must" {
+	printf '\t{ "GET", "/v1/x", h_x },\n\tsnprintf(p, n, "/v1/sessions/%%s/work", sid);\n\t"  help: /admin/ requests\\n"\n\treturn session_call(st, o, "POST", "/heartbeat", b);\n' >"$BATS_TEST_TMPDIR/p.c"
+	run path_literals "$BATS_TEST_TMPDIR/p.c"
+	assert_output "$BATS_TEST_TMPDIR/p.c:2:	snprintf(p, n, \"/v1/sessions/%s/work\", sid);
+$BATS_TEST_TMPDIR/p.c:4:	return session_call(st, o, \"POST\", \"/heartbeat\", b);"
+}
+
+# One hex check (text.h: text_is_hex, text_is_xdigits): an id's or a
+# key's digits were checked three ways in three places.  The digits'
+# alphabet as a whole string anywhere else is another copy (wire.c's
+# chunk sizes and address literals have their own alphabets).
+hex_copies() {
+	grep -HnE '"0123456789abcdef(ABCDEF)?"' "$@" || true
+}
+
+@test "no C file but text.c checks hex digits itself" {
+	local c
+	c=$(find "$SRC"/libcommon "$SRC"/cmd "$SRC"/dispatcher -name '*.[ch]' ! -name text.c | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run hex_copies $c
+	assert_output ''
+}
+
+@test "the hex lint finds what it must" {
+	printf '\tif (strspn(s, "0123456789abcdef") != 64)\n\tif (!strchr("0123456789abcdefABCDEF", c))\n\tn = strspn(h, "0123456789abcdefABCDEF:.");\n' >"$BATS_TEST_TMPDIR/x.c"
+	run hex_copies "$BATS_TEST_TMPDIR/x.c"
+	assert_output "$BATS_TEST_TMPDIR/x.c:1:	if (strspn(s, \"0123456789abcdef\") != 64)
+$BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
+}
+
+# The dispatcher's bottom layer (util.c, store.c) knows no request: it
+# fills a struct ek_err and returns, and the request's layer (http.c's
+# tx_begin(), tx_end(), internal()) turns that into an answer; store.c's
+# tx_begin() used to answer 500 itself.
+request_in_bottom() {
+	grep -HnE 'struct req\b|\brq->|\b(fail|fail_over|internal|answer|respond|tx_begin|tx_read|tx_end)\(' "$@" |
+		grep -vE '^[^:]*:[0-9]+:[[:space:]]*/?\*' || true   # a comment may name them
+}
+
+@test "the dispatcher's util.c and store.c know no request and answer none" {
+	run request_in_bottom "$SRC"/dispatcher/util.c "$SRC"/dispatcher/store.c
+	assert_output ''
+}
+
+@test "the dispatcher's bottom-layer lint finds what it must" {
+	printf '/* tx_begin(): the request layer'"'"'s */\nint\ntx_begin(struct req *rq)\n{\n\tif (store_begin(&rq->e) < 0)\n\t\treturn internal(rq);\n\treturn sql_exec(e, "x", "");\n}\n' >"$BATS_TEST_TMPDIR/store.c"
+	run request_in_bottom "$BATS_TEST_TMPDIR/store.c"
+	assert_output "$BATS_TEST_TMPDIR/store.c:3:tx_begin(struct req *rq)
+$BATS_TEST_TMPDIR/store.c:5:	if (store_begin(&rq->e) < 0)
+$BATS_TEST_TMPDIR/store.c:6:		return internal(rq);"
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# README.md's "Using it by hand" works for a person: its steps, run as
+# README.md's "Quick start" works for a person: its steps, run as
 # written, one at a time, with the pause of someone reading between two.
 
 load helpers
