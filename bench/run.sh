@@ -107,6 +107,7 @@ cleanup() {
 		kill -TERM "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+	[ -z "$cpu_cg" ] || rmdir "$cpu_cg" 2>/dev/null || true
 	if [ "${BENCH_KEEP:-}" = 1 ]; then
 		echo "bench: kept $work" >&2
 	else
@@ -116,10 +117,31 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# CPU per run: a round's processes run in a cgroup v2 of the bench's own,
+# whose cpu.stat counts them all (usage_usec), however they are spawned
+# and reparented.  None where no cgroup can be made: the rows say so.
+cpu_cg=
+cpu_cg_setup() {
+	local mnt own
+	mnt=$(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo)
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	[ -n "$mnt" ] && [ -n "$own" ] || return 0
+	cpu_cg=$mnt${own%/}/execkit-bench.$$
+	mkdir "$cpu_cg" 2>/dev/null && [ -r "$cpu_cg/cpu.stat" ] || cpu_cg=
+}
+cpu_usec() { [ -n "$cpu_cg" ] && awk '$1 == "usage_usec" { print $2 }' "$cpu_cg/cpu.stat"; }
+# in_cpu_cg CMD...: join the cgroup and become CMD.  It execs: call it in
+# a subshell of its own, "(in_cpu_cg ...)" or "in_cpu_cg ... &".
+in_cpu_cg() {
+	[ -z "$cpu_cg" ] || echo "$BASHPID" >"$cpu_cg/cgroup.procs" || exit 1
+	exec "$@"
+}
+
 # A sleep that starts no process: a read that times out on a silent fifo.
 mkfifo "$work/idle"
 exec {idle_fd}<>"$work/idle"
 nap() { read -r -t "$1" -u "$idle_fd" _ || true; }
+cpu_cg_setup
 
 # --- the floor programs and the timer ---------------------------------------
 cflags=(-O2 -g -Wall -Wextra)
@@ -438,11 +460,12 @@ rate() { calc '%.1f\n' "$LOOP_N / ($3 - $2)" >>"$1"; }
 # One round of exec-loop (from its start, session open included, until the
 # dispatcher has recorded all N runs, submitted by the caller) into OUT.
 loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
-	local r=$1 n=$2 out=$3 i t0 t1 tf='' sent
+	local r=$1 n=$2 out=$3 i t0 t1 tf='' sent cpu0
 	poll_reported || die "GET /admin/stats failed"
 	sent=$reported
+	cpu0=$(cpu_usec)
 	t0=$EPOCHREALTIME
-	PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r-${out##*/}" "$top/cmd/exec-loop" --dispatcher "$url" \
+	PATH="$B:$PATH" EXEC_STATE_DIR="$d/state-$r-${out##*/}" in_cpu_cg "$top/cmd/exec-loop" --dispatcher "$url" \
 		--slots 4 "${@:4}" 2>"$d/loop-$r.log" &
 	loop_pid=$!
 	# the first result and the last as the dispatcher receives them (a
@@ -460,6 +483,7 @@ loop_round() {   # ROUND N OUT [EXEC-LOOP OPTION...]
 	t1=$EPOCHREALTIME
 	[ "$finished" -ge $((base + n)) ] || die "exec-loop did not finish $n runs in ${LOOP_TIMEOUT}s"
 	stop_loop "$d/loop-$r.log"
+	[ -z "$cpu_cg" ] || echo $((($(cpu_usec) - cpu0) / n)) >>"$out.cpu"
 	calc '%.1f\n' "$n / ($t1 - $t0)" >>"$out"
 	# The start's share (session open, isolation probe, the first accept):
 	# the time to the first result, and the rate of the rest after it.
@@ -627,7 +651,7 @@ loop_latency() {
 }
 
 bench_loop_e2e() {
-	local d=$work/loop-e2e r base o f t p watcher
+	local d=$work/loop-e2e r base o f t p watcher cpu0 co cf
 	mkdir -p "$d/tsp.tmp"
 	start_dispatcher "$d"
 	tsp_sock=$d/tsp.sock
@@ -641,9 +665,11 @@ bench_loop_e2e() {
 		submit_runs "floor$r" "$LOOP_N"
 		observe &
 		watcher=$!
+		cpu0=$(cpu_usec)
 		t0=$EPOCHREALTIME
-		"$bin/floor_post" "$url" "$LOOP_N" || die "floor_post failed"
+		(in_cpu_cg "$bin/floor_post" "$url" "$LOOP_N") || die "floor_post failed"
 		rate "$d/floor" "$t0" "$EPOCHREALTIME"
+		[ -z "$cpu_cg" ] || echo $((($(cpu_usec) - cpu0) / LOOP_N)) >>"$d/floor.cpu"
 		kill "$watcher"
 		wait "$watcher" 2>/dev/null || true
 		peer_round xargs peer_xargs xargs
@@ -655,6 +681,15 @@ bench_loop_e2e() {
 	o=$(median "$d/ours")
 	f=$(median "$d/floor")
 	row "loop-e2e, $LOOP_N x /bin/true, 4 slots: exec-loop vs floor_post" "$o runs/s" "$f runs/s" "$(ratio "$o" "$f")" ">= 0.5x"
+	if [ -n "$cpu_cg" ]; then
+		co=$(median "$d/ours.cpu")
+		cf=$(median "$d/floor.cpu")
+		row "loop-e2e: CPU per run, exec-loop and all it starts vs floor_post and its guests" "$co us" "$cf us" "$(ratio "$co" "$cf")" "-"
+		co=$(median "$d/bare.cpu")
+		row "loop-e2e: the same, --isolation none" "$co us" "$cf us" "$(ratio "$co" "$cf")" "-"
+	else
+		row "loop-e2e: CPU per run (no cgroup v2 of our own here)" "-" "-" "-" "-"
+	fi
 	t=$(median "$d/ours.after")
 	row "loop-e2e: the same after its first result ($(median "$d/ours.first") ms from its start)" "$t runs/s" \
 		"$f runs/s" "$(ratio "$t" "$f")" "-"
