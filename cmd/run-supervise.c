@@ -43,12 +43,13 @@ static const char PROG[] = EXEC_RUN_PROG;
 
 /* --- supervise ------------------------------------------------------------ */
 
-/* Containment fell back or fell short: one line on stderr, never a failure. */
+/* Containment fell back or fell short: one line on stderr (a warning,
+ * stamped in a detached supervisor's log), never a failure. */
 static void
 say_containment(const struct run *r, struct guest *g)
 {
 	if (g->warn.code)
-		fprintf(stderr, "%s: run '%s': %s\n", PROG, r->run_id, g->warn.msg);
+		svlog_say(PROG, "run '%s': %s", r->run_id, g->warn.msg);
 	ek_clear(&g->warn);
 }
 
@@ -178,7 +179,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	return print_delivery(o, r->run_id, outcome, code, msg, &d);
 }
 
-/* Guests fall back to no isolation: say so once, on stderr. */
+/* Guests fall back to no isolation: say so once, on stderr (a warning). */
 void
 say_isolation(const struct isolate *iso, const char *run_id)
 {
@@ -188,9 +189,9 @@ say_isolation(const struct isolate *iso, const char *run_id)
 		return;
 	isolate_describe(iso, line, sizeof line);
 	if (run_id)
-		fprintf(stderr, "%s: run '%s': %s\n", PROG, run_id, line);
+		svlog_say(PROG, "run '%s': %s", run_id, line);
 	else
-		fprintf(stderr, "%s: %s\n", PROG, line);
+		svlog_say(PROG, "%s", line);
 }
 
 /* The life of run r, its start marker committed: its limits, its guest,
