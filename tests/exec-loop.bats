@@ -679,10 +679,12 @@ journal_loop() {
 
 @test "the stop story: the runs still running by id, each run handed back with its new id, a last line" {
 	start_dispatcher
-	admin POST /admin/runs "$(spec long /bin/sleep '["30"]')" >/dev/null
-	start_loop --slots 1 --drain-ms 200 --log-level notice
+	fault 5xx 100000   # kept's result stays retained
+	local later='"due_at":32503680000000'   # q1 and q2: accepted, never due here
+	admin POST /admin/runs "{\"runs\":[$(spec long /bin/sleep '["30"]'),$(spec kept),$(spec q1 /bin/true '[]' "$later"),$(spec q2 /bin/true '[]' "$later")]}" >/dev/null
+	start_loop --slots 2 --drain-ms 200 --log-level notice
 	wait_until '[ "$(sql "SELECT count(*) FROM runs WHERE state = '"'started'"'" 2>/dev/null)" = 1 ]'
-	admin POST /admin/runs "{\"runs\":[$(spec q1),$(spec q2)]}" >/dev/null
+	wait_until '[ "$(sql "SELECT count(*) FROM results WHERE run_id = '"'kept'"'")" = 1 ]'
 	wait_until '[ "$(sql "SELECT count(*) FROM runs WHERE state = '"'queued'"'")" = 2 ]'
 	stop_loop
 	run cat "$BATS_TEST_TMPDIR/loop.err"
@@ -695,7 +697,7 @@ journal_loop() {
 		assert_line --regexp "^$TS exec-loop: handed back run '$r', re-queued as $rq\$"
 	done
 	assert_line -n $((${#lines[@]} - 1)) --regexp \
-		"^$TS exec-loop: stopped: 0 runs ran, 2 handed back, 0 results retained for delivery\$"
+		"^$TS exec-loop: stopped: 1 run ran, 2 handed back, 1 result retained for delivery\$"
 }
 
 @test "HUP: a status line, whatever the level, and the loop goes on; TERM then stops it" {
