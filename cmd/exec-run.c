@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,11 +109,13 @@ static const char USAGE[] =
 	"                         next due run itself, within --slots, until none is\n"
 	"                         due or 'exec-run wait' is asked (exec-loop)\n"
 	"      --log-fd N         start: the detached supervisors write their lines (each\n"
-	"                         begins with the time) to descriptor N instead of\n"
+	"                         begins with the time, or under journald with its\n"
+	"                         priority) to descriptor N instead of\n"
 	"                         out/supervisors.log (exec-loop: its activity log)\n"
 	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO (a path\n"
 	"                         in the state directory, or absolute) as it ends,\n"
-	"                         its slot free (exec-loop: when to start more)\n"
+	"                         its slot free (exec-loop: when to start more), and\n"
+	"                         o or f for each run (exited 0 or not: its count)\n"
 	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
 	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest\n"
 	"                         (default 2000)\n"
@@ -129,8 +132,10 @@ static const char USAGE[] =
 	"                         start does not ask the dispatcher again (exec-loop)\n"
 	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
 	"                         is committed (exec-run start uses it)\n"
-	"      --log-stamps       supervise: begin each line with the time (exec-run\n"
-	"                         start tells a detached supervisor so)\n"
+	"      --log-stamps       supervise: begin each line with the time (under\n"
+	"                         journald: its priority), write those up to\n"
+	"                         $EXEC_LOG_LEVEL (exec-run start tells a detached\n"
+	"                         supervisor so)\n"
 	"      --isolation MODE   keep guests out of the state directory by MODE: auto\n"
 	"                         (default, or $EXEC_ISOLATION: user with --guest-user\n"
 	"                         or as root, else userns if available, else none),\n"
@@ -535,7 +540,7 @@ check_ids(int argc, char **argv, struct opts *o)
 
 /* The --ended-fifo path: a relative one is in the state directory, so a
  * supervisor's command line (world-readable) never names the state. */
-static const char *
+const char *
 ended_path(const struct opts *o)
 {
 	static char path[PATH_MAX];
@@ -613,6 +618,6 @@ main(int argc, char **argv)
 	if (o.ended_fifo && o.cmd->run == cmd_supervise)
 		supspawn_ended(ended_path(&o));
 	if (rc < 0)
-		fputs(svlog_prefix(), stderr);   /* a detached supervisor's line is stamped too */
+		fputs(svlog_prefix(LOG_ERR), stderr);   /* a detached supervisor's line is stamped too */
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : rc == CMD_REFUSED ? EK_PROTOCOL : EK_OK);
 }

@@ -28,9 +28,14 @@ struct opts {
 };
 
 /* A chosen result and how its delivery went: one line (or a JSON record
- * "result") on stdout; message is the result's. */
+ * "result") on stdout; message is the result's.  A detached supervisor
+ * writes it only at its log level (info for a run that exited 0 and was
+ * delivered, warning for any other). */
 int print_delivery(const struct opts *o, const char *run_id, const char *outcome, int code,
     const char *message, const struct deliver_report *d);
+
+/* The --ended-fifo path: a relative one is in the state directory. */
+const char *ended_path(const struct opts *o);
 
 /* Guests fall back to no isolation: say so once, on stderr, naming
  * run_id if given (run-supervise.c). */

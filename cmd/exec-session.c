@@ -147,7 +147,9 @@ print_report(const struct opts *o, const struct session *s, const struct summary
 	    (long long)(sm->deliverable + sm->earlier_session + sm->refused), (long long)sm->deliverable,
 	    (long long)sm->earlier_session, (long long)sm->refused);
 	printf("receipts: %lld\n", (long long)sm->receipts);
-	printf("handed back: %s (%lld more marked, not acknowledged yet)\n",
+	/* cumulative: said so, so that a startup report is not read as news
+	 * (each run handed back at a stop is named then, in the loop's log) */
+	printf("handed back: %s since the state began (%lld more marked, not acknowledged yet)\n",
 	    cli_plural(a, sizeof a, sm->handed_back, "run"), (long long)sm->handing_back);
 }
 
@@ -391,6 +393,21 @@ close_session(struct state *st, const struct opts *o, struct session *s, struct 
 	return rc;
 }
 
+/* Each run the dispatcher took back, old id and new, one line each on
+ * stderr (the loop's log links the two; ids are checked by handback_settle). */
+static void
+say_requeued(const struct opts *o, json_t *ans)
+{
+	json_t *x;
+	size_t i;
+
+	if (o->json)
+		return;
+	json_array_foreach(json_object_get(ans, "requeued"), i, x)
+		fprintf(stderr, "%s: handed back run '%s', re-queued as %s\n", PROG,
+		    json_string_value(json_object_get(x, "run_id")), json_string_value(json_object_get(x, "as")));
+}
+
 /* Hand back every run of s accepted and never started (handback.h), in
  * batches, before the session ends.  A dispatcher that cannot take them
  * now does not stop the close: the runs are marked, never start here, and
@@ -424,6 +441,7 @@ hand_back(struct state *st, const struct opts *o, struct session *s, struct ek_e
 		if (rc == 0)
 			crash_point("handback-acked");
 		if (rc == 0 && (rc = handback_settle(st, ans, &acked, e)) == 0) {
+			say_requeued(o, ans);
 			total += acked;
 			rc = acked > 0 || json_array_size(json_object_get(ans, "not_handed_back")) > 0 ?
 			    0 : ek_fail(e, EK_PROTOCOL, "the dispatcher settled none of the runs handed back");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,12 +43,13 @@ static const char PROG[] = EXEC_RUN_PROG;
 
 /* --- supervise ------------------------------------------------------------ */
 
-/* Containment fell back or fell short: one line on stderr, never a failure. */
+/* Containment fell back or fell short: one line on stderr (a warning,
+ * stamped in a detached supervisor's log), never a failure. */
 static void
 say_containment(const struct run *r, struct guest *g)
 {
 	if (g->warn.code)
-		fprintf(stderr, "%s: run '%s': %s\n", PROG, r->run_id, g->warn.msg);
+		svlog_say(PROG, "run '%s': %s", r->run_id, g->warn.msg);
 	ek_clear(&g->warn);
 }
 
@@ -104,12 +106,16 @@ print_delivery(const struct opts *o, const char *run_id, const char *outcome, in
     const char *message, const struct deliver_report *d)
 {
 	char safe[sizeof d->detail], n[32];
+	bool ok = strcmp(outcome, "exited") == 0 && code == 0;
+	int prio = ok && d->status == DELIVERED ? LOG_INFO : LOG_WARNING;   /* a failure: always */
 
+	if (!svlog_shows(prio))   /* a detached supervisor below the log level */
+		return 0;
 	if (o->json)
 		return json_emit(stdout, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:s}", "event",
 		    "result", "run_id", run_id, "outcome", outcome, "exit_code", code, "message", message,
 		    "delivery", deliver_status_name(d->status), "attempts", d->attempts, "detail", d->detail));
-	printf("%s%s %s %d: %s (%s): %s", svlog_prefix(), run_id, outcome, code,
+	printf("%s%s %s %d: %s (%s): %s", svlog_prefix(prio), run_id, outcome, code,
 	    deliver_status_words(d->status), cli_plural(n, sizeof n, d->attempts, "attempt"),
 	    text_safe(safe, sizeof safe, d->detail));
 	if (strcmp(outcome, "exited") != 0 && strcmp(outcome, "cancelled") != 0)
@@ -144,6 +150,10 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	    &won, e) < 0)
 		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
 			return -1;
+	/* Counted by the loop, logged or not: told before the delivery, so
+	 * that a result the dispatcher has is already counted. */
+	if (o->ended_fifo)
+		supspawn_ran(ended_path(o), strcmp(outcome, "exited") == 0 && code == 0);
 	/* The rest need not be synced before the next durable commit: the
 	 * next run's start marker in a chain, else the close (lifecycle.h). */
 	if (run_commits(st, RUN_LAZY, e) < 0)
@@ -170,7 +180,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	return print_delivery(o, r->run_id, outcome, code, msg, &d);
 }
 
-/* Guests fall back to no isolation: say so once, on stderr. */
+/* Guests fall back to no isolation: say so once, on stderr (a warning). */
 void
 say_isolation(const struct isolate *iso, const char *run_id)
 {
@@ -180,9 +190,9 @@ say_isolation(const struct isolate *iso, const char *run_id)
 		return;
 	isolate_describe(iso, line, sizeof line);
 	if (run_id)
-		fprintf(stderr, "%s: run '%s': %s\n", PROG, run_id, line);
+		svlog_say(PROG, "run '%s': %s", run_id, line);
 	else
-		fprintf(stderr, "%s: %s\n", PROG, line);
+		svlog_say(PROG, "%s", line);
 }
 
 /* The life of run r, its start marker committed: its limits, its guest,
@@ -301,8 +311,8 @@ cmd_supervise(struct state *st, const struct opts *o, struct ek_err *e)
 		stop_run_token = 0;
 		if (rc == 0 && o->chain && !stop_signal)
 			rc = chain_next(st, &b, slots, getpid(), proc_start_time(getpid()), &r, e);
-		if (rc > 0 && o->log_stamps && !o->json)   /* the log's "started" line */
-			printf("%sstarted %s (chained)\n", svlog_prefix(), r.run_id);
+		if (rc > 0 && o->log_stamps && !o->json && svlog_shows(LOG_DEBUG))   /* the log's "started" line */
+			printf("%sstarted %s (chained)\n", svlog_prefix(LOG_DEBUG), r.run_id);
 	}
 	run_free(&r);
 	return rc == 0 && refused ? CMD_REFUSED : rc;

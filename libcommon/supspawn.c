@@ -123,8 +123,9 @@ supspawn_is_fifo(const char *path)
 	return lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode);
 }
 
-void
-supspawn_ended(const char *path)
+/* One line to the fifo at path, never waiting. */
+static void
+fifo_line(const char *path, const char *line, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 	struct stat sb;
@@ -132,6 +133,18 @@ supspawn_ended(const char *path)
 	if (fd < 0)
 		return;   /* its reader is gone (ENXIO), or the fifo (ENOENT) */
 	if (fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode))
-		(void)!write(fd, "\n", 1);   /* a full fifo (EAGAIN) already says it */
+		(void)!write(fd, line, n);   /* a full fifo (EAGAIN): its reader is far behind */
 	close(fd);
+}
+
+void
+supspawn_ended(const char *path)
+{
+	fifo_line(path, "\n", 1);
+}
+
+void
+supspawn_ran(const char *path, bool ok)
+{
+	fifo_line(path, ok ? "o\n" : "f\n", 2);
 }

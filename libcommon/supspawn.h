@@ -48,4 +48,9 @@ bool supspawn_is_fifo(const char *path);
  * waits, and writes nothing to anything but a fifo with a reader. */
 void supspawn_ended(const char *path);
 
+/* A supervisor's run has ended: "o" (exited 0) or "f" (any other outcome)
+ * on a line of its own to the same fifo, so that its reader can count the
+ * runs without a log line each (exec-loop's summary).  As supspawn_ended. */
+void supspawn_ran(const char *path, bool ok);
+
 #endif

@@ -1,7 +1,10 @@
 /* svlog — see svlog.h. */
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -16,7 +19,8 @@
 #include "stopsig.h"
 #include "svlog.h"
 
-static bool stamping;
+static bool stamping, journal;
+static int level = LOG_DEBUG;   /* every line, unless $EXEC_LOG_LEVEL says (the loop does) */
 
 /* Past SVLOG_MAX, under the log's lock: rename it to .1 if the path still
  * names the file we hold (another supervisor may have just done it), and
@@ -54,14 +58,54 @@ svlog_open(struct state *st, int log_fd, const char *prog)
 	return fd;
 }
 
+bool
+svlog_journal(int fd)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	uintmax_t dev, ino;
+	struct stat sb;
+	char end;
+
+	/* "DEV:INO" of the stream journald reads (sd_journal_stream's rule):
+	 * set, but for another descriptor (a child's stderr redirected), it
+	 * says nothing about this one. */
+	return v && sscanf(v, "%ju:%ju%c", &dev, &ino, &end) == 2 && fstat(fd, &sb) == 0 &&
+	    (uintmax_t)sb.st_dev == dev && (uintmax_t)sb.st_ino == ino;
+}
+
+int
+svlog_level(const char *v)
+{
+	static const char *const names[] = { "err", "warning", "notice", "info", "debug" };
+	size_t i;
+
+	if (v && v[0] >= '0' + LOG_ERR && v[0] <= '0' + LOG_DEBUG && v[1] == '\0')
+		return v[0] - '0';
+	for (i = 0; v && i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(v, names[i]) == 0)
+			return LOG_ERR + (int)i;
+	return -1;
+}
+
 void
 svlog_stamp_lines(void)
 {
+	int l = svlog_level(getenv("EXEC_LOG_LEVEL"));
+
 	stamping = true;
+	journal = svlog_journal(STDERR_FILENO);
+	if (l >= 0)
+		level = l;
+}
+
+bool
+svlog_shows(int prio)
+{
+	return !stamping || prio <= level;
 }
 
 const char *
-svlog_prefix(void)
+svlog_prefix(int prio)
 {
 	static char buf[48];
 	time_t t;
@@ -69,6 +113,10 @@ svlog_prefix(void)
 
 	if (!stamping)
 		return "";
+	if (journal) {
+		snprintf(buf, sizeof buf, "<%d>", prio & LOG_PRIMASK);
+		return buf;
+	}
 	t = time(NULL);
 	if (!localtime_r(&t, &tm) || strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z ", &tm) == 0)
 		return "";
@@ -81,10 +129,12 @@ svlog_say(const char *prog, const char *fmt, ...)
 	char line[2048];
 	va_list ap;
 
+	if (!svlog_shows(LOG_WARNING))
+		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(), prog, line) < 0 || fflush(stderr) != 0)
+	if (fprintf(stderr, "%s%s: %s\n", svlog_prefix(LOG_WARNING), prog, line) < 0 || fflush(stderr) != 0)
 		syslog(LOG_ERR, "%s", line);
 }
 

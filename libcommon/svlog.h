@@ -28,13 +28,28 @@ enum { SVLOG_MAX = 1 << 20 };
  * -1 returned: the supervisors run all the same. */
 int svlog_open(struct state *st, int log_fd, const char *prog);
 
-/* From now on svlog_prefix() gives the time (a detached supervisor). */
+/* From now on (a detached supervisor) svlog_prefix() begins each line,
+ * and svlog_shows() filters by $EXEC_LOG_LEVEL (unset: every line). */
 void svlog_stamp_lines(void);
 
-/* "2026-12-01T20:40:01+0000 " once svlog_stamp_lines() was called, else "". */
-const char *svlog_prefix(void);
+/* Whether $JOURNAL_STREAM names fd's device and inode: journald reads
+ * it, and stamps and ranks each line itself (sd_journal_stream, sd-daemon(3)). */
+bool svlog_journal(int fd);
 
-/* A supervisor's diagnostic, "prog: line" after svlog_prefix(): on
+/* A log level, syslog's priority: err, warning, notice, info, debug or
+ * 3..7; -1 for anything else (NULL included). */
+int svlog_level(const char *v);
+
+/* Whether a line of priority prio (LOG_ERR..LOG_DEBUG) is written: always,
+ * unless svlog_stamp_lines() was called, then up to the level. */
+bool svlog_shows(int prio);
+
+/* What begins a line of priority prio once svlog_stamp_lines() was called:
+ * "<4>" when journald reads standard error (svlog_journal), else the time,
+ * "2026-12-01T20:40:01+0000 "; before, "". */
+const char *svlog_prefix(int prio);
+
+/* A supervisor's diagnostic (a warning), "prog: line" after svlog_prefix(): on
  * stderr (the log, for a detached one), and to syslog too when that write
  * fails — a full disk must not silence the line that says the disk is full. */
 void svlog_say(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -135,7 +135,7 @@ negotiation() {
 	# requests are answered with the lie: the heartbeat, then the feed)
 	lie "/v1/sessions/" 200 \
 		'{"runs":[{"run_id":"\u001b[31mred\u0007x","txn_id":"t1","program":"/bin/true","args":[]}]}' 3
-	exec-loop --dispatcher "$DISP_URL" --tick 0.05 2>"$out" 3>&- &
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --log-level debug 2>"$out" 3>&- &
 	local loop=$!
 	wait_until 'grep -q "red" "$BATS_TEST_TMPDIR/out"'
 	kill -TERM "$loop"

@@ -6,8 +6,11 @@ leak_scan_off   # the tools' own tests scan for leaks (helpers.bash)
 
 finished() { admin GET /admin/summary | grep -o '"finished":[0-9]*' | cut -d: -f2; }
 
+# start_loop [OPTION...]: the loop, logging everything (--log-level debug)
+# unless OPTIONS say otherwise, its log in loop.err.
 start_loop() {
-	"${LOOP_BIN:+$LOOP_BIN/}exec-loop" --dispatcher "$DISP_URL" --tick 0.1 "$@" 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	"${LOOP_BIN:+$LOOP_BIN/}exec-loop" --dispatcher "$DISP_URL" --tick 0.1 --log-level debug "$@" \
+		2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	LOOP_PID=$!
 }
 
@@ -191,7 +194,7 @@ submit_runs() {
 	kill -TERM "$LOOP_PID"
 	wait "$LOOP_PID" || true                         # the close cannot reach the dispatcher
 	(( SECONDS - t0 < 30 ))
-	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
+	grep -q "exec-loop: stopping: " "$BATS_TEST_TMPDIR/loop.err"
 }
 
 @test "a TERM that comes as the pause begins (between the look at the stop and the wait) ends it at once too" {
@@ -202,7 +205,7 @@ submit_runs() {
 	# try in" comes while it forks the pause: after its last look at the
 	# stop, before its wait.  Waited on, that pause would last its tick.
 	strace -o /dev/null -e trace=clone,clone3 -e inject=clone,clone3:delay_exit=500000 \
-		exec-loop --dispatcher "$DISP_URL" --tick 30 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+		exec-loop --dispatcher "$DISP_URL" --tick 30 -v 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	local tracer=$! loop t0
 	wait_until 'admin GET /admin/stats | grep -q "\"waiting\":1"'
 	loop=$(pgrep -P "$tracer") || fail "no loop under strace"
@@ -212,7 +215,7 @@ submit_runs() {
 	kill -TERM "$loop"
 	wait "$tracer" || true
 	(( SECONDS - t0 < 25 )) || fail "the stop waited for the pause: $((SECONDS - t0)) s"
-	grep -q "stopping: waiting for running guests" "$BATS_TEST_TMPDIR/loop.err"
+	grep -q "exec-loop: stopping: " "$BATS_TEST_TMPDIR/loop.err"
 }
 
 # pauses_while_down OPTION...: a loop with OPTIONS whose dispatcher goes
@@ -262,7 +265,7 @@ pauses_while_down() {
 	[ -d "$EXEC_STATE_DIR/loop.1.keep" ]
 	[ -L "$EXEC_STATE_DIR/loop.999999999.link" ]
 	[ -d "$BATS_TEST_TMPDIR" ]
-	kill -TERM "$LOOP_PID"
+	kill -TERM "$LOOP_PID" || fail "the second loop ended: $(cat "$BATS_TEST_TMPDIR/loop.err")"
 	wait "$LOOP_PID" || true
 	run ! compgen -G "$EXEC_STATE_DIR/loop.$LOOP_PID.*"   # a loop that stops removes its own
 }
@@ -411,20 +414,25 @@ exited() {
 	[ -z "$st" ] || [ "$st" = Z ]
 }
 
-@test "TERM or HUP at any moment stops the loop cleanly, every time (${LOOP_STOPS:-100} stops)" {
+@test "TERM at any moment stops the loop cleanly, every time, a HUP at any moment before it or not (${LOOP_STOPS:-100} stops)" {
 	start_dispatcher
 	admin POST /admin/runs "$(for i in $(seq 1 20); do spec "t$i"; done | paste -sd, - | sed 's/^/{"runs":[/; s/$/]}/')" >/dev/null
 	local i n=${LOOP_STOPS:-100} pid rc sig err=$BATS_TEST_TMPDIR/stop.err
 	for ((i = 1; i <= n; i++)); do
 		sig=TERM
-		((i % 2)) || sig=HUP
+		((i % 2)) || sig="HUP then TERM"
 		# (HUP at its default: a shell cannot trap what it was started
 		# ignoring, as under a suite run with nohup)
 		env --default-signal=HUP exec-loop --dispatcher "$DISP_URL" --tick 0.01 --slots 2 2>"$err" 3>&- &
 		pid=$!
 		wait_until "catches_stops $pid || exited $pid"
 		sleep "$(printf '0.%03d' $((RANDOM % 200)))"   # a random moment of its life
-		kill -s "$sig" "$pid"
+		if [ "$sig" != TERM ]; then
+			kill -s HUP "$pid"
+			sleep "$(printf '0.%03d' $((RANDOM % 100)))"
+			if exited "$pid"; then fail "stop $i: HUP ended the loop: $(cat "$err")"; fi
+		fi
+		kill -s TERM "$pid"
 		wait_until "exited $pid" || { kill -KILL "$pid"; fail "stop $i ($sig) was lost: $(cat "$err")"; }
 		rc=0
 		wait "$pid" || rc=$?
@@ -572,4 +580,166 @@ beats() {
 	n=$(sql "SELECT count(*) FROM receipts")
 	[ "$n" -lt 20 ] || fail "$n delivered: the worker went on after its loop was killed"
 	[ "$(sql "SELECT count(*) FROM results")" = $((20 - n)) ]
+}
+
+# --- the log (exec-loop(1), LOG) ------------------------------------------------
+
+# runs_of N PREFIX CODE: N specs PREFIX1..PREFIXN of /bin/sh exiting CODE, comma-joined.
+runs_of() {
+	local i
+	for ((i = 1; i <= $1; i++)); do spec "$2$i" /bin/sh "[\"-c\",\"exit $3\"]"; done | paste -sd, -
+}
+
+@test "the default log level writes at most a line per run: each failure, a summary of the rest, a last line" {
+	start_dispatcher
+	admin POST /admin/runs "{\"runs\":[$(runs_of 38 ok 0),$(runs_of 2 bad 3)]}" >/dev/null
+	start_loop --slots 4 --log-level notice
+	wait_until '[ "$(finished)" = 40 ]'
+	stop_loop
+	local log=$BATS_TEST_TMPDIR/loop.err n
+	n=$(wc -l <"$log")
+	[ "$n" -le 40 ] || fail "$n lines for 40 runs: $(cat "$log")"
+	run cat "$log"
+	assert_line --regexp "^$TS bad1 exited 3: delivered \\(1 attempt\\): "
+	assert_line --regexp "^$TS bad2 exited 3: delivered \\(1 attempt\\): "
+	refute_output --partial " exited 0: "
+	refute_output --partial "accepted "
+	refute_output --partial "started "
+	assert_line --regexp "^$TS exec-loop: stopped: 40 runs ran, 0 handed back, 0 results retained for delivery\$"
+	assert_line -n $((${#lines[@]} - 1)) --regexp "exec-loop: stopped: "
+	# the summaries count every run, once
+	local sum=0 failed=0 k
+	while read -r k; do sum=$((sum + ${k%% *})); failed=$((failed + ${k##* })); done < <(
+		sed -n 's/.*exec-loop: ran \([0-9]*\) runs\? in the last [0-9]* s: [0-9]* exited 0, \([0-9]*\) failed$/\1 \2/p' "$log")
+	[ "$sum" = 40 ] || fail "the summaries count $sum runs: $(cat "$log")"
+	[ "$failed" = 2 ]
+	run exec-loop --dispatcher http://127.0.0.1:1 --log-level bogus
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-loop --dispatcher http://127.0.0.1:1 -vq
+	[ "$status" -eq "$EK_USAGE" ]
+}
+
+@test "-vv from warning writes every run's line; -q (from \$EXEC_LOG_LEVEL) keeps failures and drops the summary" {
+	start_dispatcher
+	admin POST /admin/runs "{\"runs\":[$(runs_of 3 ok 0),$(runs_of 1 bad 3)]}" >/dev/null
+	start_loop --log-level warning -vv   # info
+	wait_until '[ "$(finished)" = 4 ]'
+	stop_loop
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^$TS ok3 exited 0: delivered"
+	refute_output --partial "accepted "
+	admin POST /admin/runs "{\"runs\":[$(runs_of 3 ok2x 0),$(runs_of 1 bad2x 3)]}" >/dev/null
+	EXEC_LOG_LEVEL=notice exec-loop --dispatcher "$DISP_URL" --tick 0.1 -q 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	LOOP_PID=$!
+	wait_until '[ "$(finished)" = 8 ]'
+	stop_loop
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^$TS bad2x1 exited 3: "
+	refute_output --partial " exited 0: "
+	refute_output --partial "exec-loop: ran "
+	refute_output --partial "isolation: "
+}
+
+# journal_loop JOURNAL_STREAM: a loop at -v whose stderr is loop.err, with
+# JOURNAL_STREAM set as given ("" for that file's own DEV:INO); ok1 and
+# bad1 (exit 3) run, then it is stopped.
+journal_loop() {
+	local f=$BATS_TEST_TMPDIR/loop.err js=$1
+	: >"$f"
+	[ -n "$js" ] || js=$(stat -c '%d:%i' "$f")
+	start_dispatcher
+	admin POST /admin/runs "{\"runs\":[$(runs_of 1 ok 0),$(runs_of 1 bad 3)]}" >/dev/null
+	JOURNAL_STREAM=$js exec-loop --dispatcher "$DISP_URL" --tick 0.1 -v 2>>"$f" 3>&- &
+	LOOP_PID=$!
+	wait_until '[ "$(finished)" = 2 ]'
+	stop_loop
+}
+
+@test "under journald (JOURNAL_STREAM names stderr's device and inode) no line carries a time, each a <N> priority" {
+	journal_loop ""
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^<5>exec-loop: isolation: "
+	assert_line --regexp "^<4>bad1 exited 3: delivered"     # a supervisor's failure
+	assert_line --regexp "^<6>ok1 exited 0: delivered"      # and a success, at -v
+	assert_line --regexp "^<5>exec-loop: stopped: 2 runs ran, "
+	run grep -Ev '^<[3-7]>' "$BATS_TEST_TMPDIR/loop.err"
+	assert_output ""
+}
+
+@test "JOURNAL_STREAM naming another stream (a parent's journal): times, no priorities" {
+	local f=$BATS_TEST_TMPDIR/other
+	: >"$f"
+	journal_loop "$(stat -c '%d:%i' "$f")"
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^$TS bad1 exited 3: delivered"
+	assert_line --regexp "^$TS exec-loop: isolation: "
+	run grep -Ev "^$TS " "$BATS_TEST_TMPDIR/loop.err"
+	assert_output ""
+}
+
+@test "the stop story: the runs still running by id, each run handed back with its new id, a last line" {
+	start_dispatcher
+	fault 5xx 100000   # kept's result stays retained
+	local later='"due_at":32503680000000'   # q1 and q2: accepted, never due here
+	admin POST /admin/runs "{\"runs\":[$(spec long /bin/sleep '["30"]'),$(spec kept),$(spec q1 /bin/true '[]' "$later"),$(spec q2 /bin/true '[]' "$later")]}" >/dev/null
+	start_loop --slots 2 --drain-ms 200 --log-level notice
+	wait_until '[ "$(sql "SELECT count(*) FROM runs WHERE state = '"'started'"'" 2>/dev/null)" = 1 ]'
+	# kept's result retained and its supervisor done with it (no execution row)
+	wait_until '[ "$(sql "SELECT count(*) FROM results WHERE run_id = '"'kept'"'") $(sql "SELECT count(*) FROM runs WHERE run_id = '"'kept'"'")" = "1 0" ]'
+	wait_until '[ "$(sql "SELECT count(*) FROM runs WHERE state = '"'queued'"'")" = 2 ]'
+	stop_loop
+	run cat "$BATS_TEST_TMPDIR/loop.err"
+	assert_line --regexp "^$TS exec-loop: stopping: waiting up to 200 ms for 1 running: long\$"
+	assert_line --regexp "^$TS exec-loop: stopping: still running after 200 ms: long; their results stay retained for delivery\$"
+	local r rq
+	for r in q1 q2; do
+		rq=$(sql "SELECT requeued_as FROM handbacks WHERE run_id = '$r'")
+		[[ $rq == rq-* ]] || fail "$r: not handed back ($rq)"
+		assert_line --regexp "^$TS exec-loop: handed back run '$r', re-queued as $rq\$"
+	done
+	assert_line -n $((${#lines[@]} - 1)) --regexp \
+		"^$TS exec-loop: stopped: 1 run ran, 2 handed back, 1 result retained for delivery\$"
+}
+
+@test "HUP: a status line, whatever the level, and the loop goes on; TERM then stops it" {
+	start_dispatcher
+	start_loop --log-level warning
+	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
+	admin POST /admin/runs "$(spec before)" >/dev/null
+	wait_until '[ "$(finished)" = 1 ]'
+	kill -HUP "$LOOP_PID"
+	wait_until 'grep -q "exec-loop: status (HUP): " "$BATS_TEST_TMPDIR/loop.err"'
+	run grep "exec-loop: status (HUP): " "$BATS_TEST_TMPDIR/loop.err"
+	assert_output --regexp "^$TS exec-loop: status \\(HUP\\): 1 run ran since the start \\([0-9]+ s ago\\), 0 running; log level warning; nothing to reload"
+	kill -0 "$LOOP_PID"
+	# still working after it
+	admin POST /admin/runs "$(spec after)" >/dev/null
+	wait_until '[ "$(finished)" = 2 ]'
+	stop_loop
+	[ "$(sql "SELECT status FROM sessions")" = closed ]
+}
+
+@test "a HUP whose status line cannot be written (the terminal the loop logged to hung up) stops it cleanly" {
+	command -v python3 >/dev/null || skip "no python3"
+	start_dispatcher
+	# the loop logs to a pseudo-terminal; once its startup report is out,
+	# the terminal hangs up (its writes fail with EIO), then comes a HUP
+	python3 -c '
+import os, pty, subprocess, sys
+m, s = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=s, stderr=s)
+os.close(s)
+out = b""
+while b"handed back: " not in out:
+    out += os.read(m, 4096)
+os.close(m)
+p.send_signal(1)
+try:
+    sys.exit(p.wait(timeout=60))
+except subprocess.TimeoutExpired:
+    p.terminate()
+    p.wait()
+    sys.exit("the loop went on")
+' exec-loop --dispatcher "$DISP_URL" --tick 0.1 3>&- || fail "exit $?"
+	[ "$(sql "SELECT status FROM sessions")" = closed ]
 }

@@ -746,11 +746,11 @@ gate() {
 	assert_output --partial "--log-fd 250: not an open descriptor"
 }
 
-@test "start --ended-fifo FIFO: each supervisor writes a line to FIFO as it ends (exec-loop's cue to start more)" {
-	local fifo=$BATS_TEST_TMPDIR/freed plain=$BATS_TEST_TMPDIR/plain n=0 line
+@test "start --ended-fifo FIFO: each supervisor writes a line to FIFO as it ends (exec-loop's cue to start more), and one a run: o exited 0, f not" {
+	local fifo=$BATS_TEST_TMPDIR/freed plain=$BATS_TEST_TMPDIR/plain n=0 line words=
 	start_dispatcher
 	open_session
-	submit_and_accept "$(spec sf1)" "$(spec sf2)" "$(spec sf3)"
+	submit_and_accept "$(spec sf1)" "$(spec sf2)" "$(spec sf3 /bin/sh '["-c","exit 2"]')"
 	mkfifo "$fifo"
 	exec 7<>"$fifo"
 	# two supervisors for three runs: one of them chains to the third;
@@ -760,11 +760,16 @@ gate() {
 	[ "$(sql "SELECT count(*) FROM receipts")" = 3 ] || fail "not all three reported"
 	while read -r -t 0 -u 7 && [ "$n" -lt 10 ]; do
 		read -r -u 7 line || fail "a partial line in the fifo"
-		[ -z "$line" ] || fail "unexpected line '$line'"
-		n=$((n + 1))
+		case $line in
+		'') n=$((n + 1)) ;;
+		o | f) words+=$line ;;
+		*) fail "unexpected line '$line'" ;;
+		esac
 	done
 	exec 7>&-
 	[ "$n" -eq 2 ] || fail "$n lines for 2 supervisors"
+	# (in the order the runs ended: sorted, two exited 0 and one did not)
+	[ "$(printf '%s\n' "$words" | grep -o . | sort | paste -sd '' -)" = foo ] || fail "run lines: '$words'"
 	# no reader left: the supervisor writes nothing, and ends all the same
 	submit_and_accept "$(spec sf4)"
 	run exec-run start --wait --ended-fifo "$fifo"

@@ -601,7 +601,7 @@ two_asked() {
 
 @test "exec-loop answers a client's inspection end to end, and reconciles beside it" {
 	start_dispatcher
-	exec-loop --dispatcher "$DISP_URL" --tick 0.1 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	exec-loop --dispatcher "$DISP_URL" --tick 0.1 -v 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
 	SID=$(current_session)

@@ -88,7 +88,8 @@ v: ; @echo $(PACKAGE_VERSION)' v)
 	for key in 'StateDirectory=execkit' 'Environment=EXEC_STATE_DIR=%S/execkit' 'ProtectSystem=strict' \
 		'ProtectHome=yes' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
 		'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' 'KillMode=mixed' 'TimeoutStopSec=' \
-		'EnvironmentFile=' 'ExecStart=' 'WantedBy=multi-user.target'; do
+		'EnvironmentFile=' 'ExecStart=' 'WantedBy=multi-user.target' \
+		'ExecReload=/bin/kill -HUP $MAINPID' 'LogRateLimitIntervalSec=30s' 'LogRateLimitBurst=[1-9]'; do
 		grep -q "^$key" "$UNIT" || fail "exec-loop.service lacks $key"
 	done
 	exec=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$UNIT")

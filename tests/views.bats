@@ -400,7 +400,7 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	run --separate-stderr exec-session open --dispatcher "$DISP_URL" --timeout-ms "$WAIT_MS"
 	assert_success
 	assert_line "quarantined: 0 runs of other sessions (0 queued, 0 started)"
-	assert_line "handed back: 1 run (0 more marked, not acknowledged yet)"
+	assert_line "handed back: 1 run since the state began (0 more marked, not acknowledged yet)"
 	run --separate-stderr exec-inspect show hb1
 	assert_success
 	assert_line -n 0 --regexp "^run hb1: handed back at $DT, re-queued as $rq; never started here$"

@@ -72,7 +72,7 @@ load drill
 	specs=()
 	for i in $(seq 1 40); do specs+=("$(gspec "o$i" 0 1)"); done   # gated guests
 	submit "${specs[@]}"
-	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 40 --reconcile-ms "$WAIT_MS" 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 40 --reconcile-ms "$WAIT_MS" -v 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	remember "$loop"
 	# (40 supervisors, one after another: under the sanitizers on a loaded

@@ -56,7 +56,7 @@ start_logging_dispatcher() {
 	for i in 1 2 3; do specs+=("$(gspec "x$i" 0 1)"); done
 	submit "${specs[@]}" "$(gspec x4)"
 	fault 5xx 2                                   # failures leave diagnostics too
-	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 3 >&4 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
+	exec-loop --dispatcher "$DISP_URL" --tick 0.05 --slots 3 -v >&4 2>"$BATS_TEST_TMPDIR/loop.err" 3>&- &
 	loop=$!
 	remember "$loop"
 	wait_until '[ "$(val "SELECT count(*) FROM runs WHERE state = '\''started'\''")" = 3 ]'
