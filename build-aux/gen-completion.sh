@@ -161,8 +161,12 @@ parse_help() {
 		}
 		for (j = 1; j <= np; j++) if (pos != "") args[paths[j]] = pos
 	}
-	# A description, its first line, for the zsh and fish completions.
+	# A description, its first line, for the zsh and fish completions: cut
+	# before a parenthesis the line leaves open, and at a trailing comma,
+	# semicolon or colon.
 	function describe(key, text) {
+		if (gsub(/\(/, "(", text) > gsub(/\)/, ")", text)) sub(/ *\([^()]*$/, "", text)
+		sub(/[,;:]$/, "", text)
 		gsub(/\\/, "\\\\", text); gsub(/"/, "\\\"", text); gsub(/\$/, "\\$", text)
 		gsub(/`/, "\\`", text)
 		if (!(key in desc)) desc[key] = text

@@ -121,7 +121,7 @@ static const char USAGE[] =
 	"                 session (asked by clients of its API): each gets the answer\n"
 	"                 lookup would give, or ERROR with the reason and exit status;\n"
 	"                 one line per inspection answered\n"
-	"  ids SET        the run ids the bash completion offers, those starting with\n"
+	"  ids SET        the run ids the shell completion offers, those starting with\n"
 	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
 	"                 included), queued, running or live (both; of the current\n"
 	"                 session), or retained (results not refused)\n"

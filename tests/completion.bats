@@ -341,8 +341,8 @@ want() {
 	run fish_complete_described exec-run --sl
 	assert_output "--slots	$(exec-run --help | sed -n 's/^ *--slots N *//p')"
 	run fish_complete_described exec-inspect -
-	assert_line "-o	list: print only these columns, in this order (comma"
-	assert_line "--columns	list: print only these columns, in this order (comma"
+	assert_line "-o	list: print only these columns, in this order"
+	assert_line "--columns	list: print only these columns, in this order"
 	run fish_complete exec-run --slots ''            # a number: nothing to offer
 	assert_output ''
 	run zsh_complete exec-run --slots ''
