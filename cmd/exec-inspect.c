@@ -121,7 +121,7 @@ static const char USAGE[] =
 	"                 session (asked by clients of its API): each gets the answer\n"
 	"                 lookup would give, or ERROR with the reason and exit status;\n"
 	"                 one line per inspection answered\n"
-	"  ids SET        the run ids the bash completion offers, those starting with\n"
+	"  ids SET        the run ids the shell completion offers, those starting with\n"
 	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
 	"                 included), queued, running or live (both; of the current\n"
 	"                 session), or retained (results not refused)\n"
@@ -352,6 +352,7 @@ cmd_relay(struct state *st, const struct opts *o, struct ek_err *e)
 	const struct relay_ctx *r = o->relay;
 	json_t *list, *item;
 	size_t i, refused = 0;
+	char n[48];
 	int rc = 0;
 
 	if (relay_fetch(&r->s, r->cred, o->timeout_ms, &list, e) < 0)
@@ -367,8 +368,8 @@ cmd_relay(struct state *st, const struct opts *o, struct ek_err *e)
 		rc = 0;
 	}
 	if (rc == 0 && refused)
-		rc = ek_fail(e, EK_PROTOCOL, "the dispatcher refused %zu of %zu answers",
-		    refused, json_array_size(list));
+		rc = ek_fail(e, EK_PROTOCOL, "the dispatcher refused %zu of %s", refused,
+		    cli_plural(n, sizeof n, (int64_t)json_array_size(list), "answer"));
 	json_decref(list);
 	return rc;
 }

@@ -140,8 +140,8 @@ cmd_capacity_set(struct state *st, const struct opts *o, struct ek_err *e)
 		    cli_plural(files, sizeof files, n.rewritten, "limits file"),
 		    cli_plural(hooks, sizeof hooks, n.notified, "hook"));
 	if (n.files_failed)
-		return ek_fail(e, EK_IOERR, "%d limits files could not be rewritten; the capacity is set: "
-		    "run the command again", n.files_failed);
+		return ek_fail(e, EK_IOERR, "%s could not be rewritten; the capacity is set: "
+		    "run the command again", cli_plural(files, sizeof files, n.files_failed, "limits file"));
 	return 0;
 }
 

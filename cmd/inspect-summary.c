@@ -143,8 +143,8 @@ cmd_summary(struct state *st, const struct opts *o, struct ek_err *e)
 	}
 	print_liveness(&cur, have > 0, loop, f.read_at_ms);
 	summary_print(stdout, s);
-	printf("output: %s, %lld bytes\n", cli_plural(w, sizeof w, f.output_files, "file"),
-	    (long long)f.output_bytes);
+	printf("output: %s, ", cli_plural(w, sizeof w, f.output_files, "file"));
+	printf("%s\n", cli_plural(w, sizeof w, f.output_bytes, "byte"));
 	if (s->oldest_unreconciled_ms)
 		printf("oldest unreconciled result: chosen %s, %s ago\n",
 		    timefmt_when(when, sizeof when, s->oldest_unreconciled_ms),

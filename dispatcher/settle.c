@@ -187,6 +187,8 @@ settle_answer(struct ek_err *e, const char *id, json_t *a)
 static int
 settle_abandon(struct ek_err *e, int64_t now)
 {
+	int n;
+
 	if (sql_exec(e, "INSERT INTO settlements(run_id, state, how, settled_ms)"
 	    " SELECT r.run_id, 'abandoned', 'abandoned', ? FROM runs r"
 	    " JOIN sessions o ON o.session_id=r.owner_session AND o.status<>'current'"
@@ -196,9 +198,9 @@ settle_abandon(struct ek_err *e, int64_t now)
 	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)",
 	    "ii", now, now - dsp.cfg.abandon_after_ms) < 0)
 		return -1;
-	if (sqlite3_changes(dsp.store.db.h) > 0)
-		say("settlement: %d runs abandoned: unsettled %" PRId64 " ms after their session"
-		    " ended", sqlite3_changes(dsp.store.db.h), dsp.cfg.abandon_after_ms);
+	if ((n = sqlite3_changes(dsp.store.db.h)) > 0)
+		say("settlement: %d run%s abandoned: unsettled %" PRId64 " ms after their session"
+		    " ended", n, n == 1 ? "" : "s", dsp.cfg.abandon_after_ms);
 	return 0;
 }
 

@@ -143,7 +143,8 @@ starts_restored(struct req *rq, const char *xid, const char *sid, int64_t shown,
 	    (int64_t)backup, (int64_t)n, now) < 0)
 		return internal(rq);
 	say("executor %s negotiated from a restored state (%s; starts %" PRId64 ", seen %" PRId64
-	    "): %d runs of its earlier sessions are unknown, none re-queued", xid,
-	    backup ? "a backup copy" : "an older start count", shown, seen, n);
+	    "): %d run%s of its earlier sessions %s unknown, none re-queued", xid,
+	    backup ? "a backup copy" : "an older start count", shown, seen, n, n == 1 ? "" : "s",
+	    n == 1 ? "is" : "are");
 	return 0;
 }

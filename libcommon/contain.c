@@ -763,8 +763,8 @@ contain_reap_all(int64_t wait_ms, struct ek_err *e)
 		if ((left = kill_children()) < 0)
 			return ek_fail(e, EK_OSERR, "cannot list processes in /proc: %s", strerror(errno));
 		if (mono_ms() >= until)
-			return ek_fail(e, EK_TEMPFAIL, "%d descendants still alive %lld ms after the guest "
-			    "ended", left, (long long)wait_ms);
+			return ek_fail(e, EK_TEMPFAIL, "%d descendant%s still alive %lld ms after the "
+			    "guest ended", left, left == 1 ? "" : "s", (long long)wait_ms);
 		nanosleep(&tick, NULL);
 	}
 }

@@ -250,8 +250,8 @@ output_flag_truncated(const struct state *st, const char *run_id, const struct g
 			    (long long)q->quota);
 		else
 			snprintf(why, sizeof why, "not written (no room on the disk, or no capture file)");
-		used += (size_t)snprintf(msg + used, n - used, "%s%s: %zu bytes kept, %zu dropped, %s",
-		    used ? "; " : "", stream[i], kept[i], dropped[i], why);
+		used += (size_t)snprintf(msg + used, n - used, "%s%s: %zu byte%s kept, %zu dropped, %s",
+		    used ? "; " : "", stream[i], kept[i], kept[i] == 1 ? "" : "s", dropped[i], why);
 	}
 	if (used == 0)
 		return 0;

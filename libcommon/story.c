@@ -320,14 +320,15 @@ output_text(json_t *story, char *buf, size_t n)
 	json_t *out = json_object_get(story, "stdout_dropped");
 	json_t *err = json_object_get(story, "stderr_dropped");
 	json_int_t o = json_integer_value(out), r = json_integer_value(err);
+	char bytes[48];
 
 	if (!json_is_integer(out) || !json_is_integer(err))
 		snprintf(buf, n, "-");
 	else if (o == 0 && r == 0)
 		snprintf(buf, n, "kept whole");
 	else
-		snprintf(buf, n, "TRUNCATED at --max-output: %" JSON_INTEGER_FORMAT " bytes of stdout "
-		    "and %" JSON_INTEGER_FORMAT " of stderr dropped", o, r);
+		snprintf(buf, n, "TRUNCATED at --max-output: %s of stdout and %" JSON_INTEGER_FORMAT
+		    " of stderr dropped", cli_plural(bytes, sizeof bytes, o, "byte"), r);
 }
 
 /* "EVIDENCE at T" from the run record, or "" without one. */

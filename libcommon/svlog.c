@@ -172,8 +172,8 @@ stop_while_full(struct state *st, struct db_wait *w, const char *prog, const cha
 			freed += (long long)sb.st_size;
 	}
 	svlog_say(prog, "run '%s': asked to stop while the disk is full: gave its captured output "
-	    "(%lld bytes) back to the disk for its result, trying %d s more", run_id, freed,
-	    SVLOG_STOP_WAIT_MS / 1000);
+	    "(%lld byte%s) back to the disk for its result, trying %d s more", run_id, freed,
+	    freed == 1 ? "" : "s", SVLOG_STOP_WAIT_MS / 1000);
 	return true;
 }
 

@@ -2,12 +2,13 @@
 # Install what execkit needs to build, run and test on Debian (as root).
 # Only missing packages are installed, so a prepared machine needs no network.
 set -eu
-# bash-completion, prometheus (promtool), bsdutils (script) and groff-base
-# serve the operator tests: completion, metrics, progress on a tty, man pages.
+# bash-completion, zsh, fish, prometheus (promtool), bsdutils (script) and
+# groff-base serve the operator tests: completion in each shell, metrics,
+# progress on a tty, man pages.
 # The linter (shellcheck) checks the scripts.
 pkgs="build-essential autoconf automake pkg-config libsqlite3-dev libcurl4-openssl-dev
 libjansson-dev libmicrohttpd-dev sqlite3 curl bats bats-assert bats-support procps xxd nginx-light
-bash-completion prometheus bsdutils groff-base shellcheck ${EXTRA_PKGS:-}"
+bash-completion zsh fish prometheus bsdutils groff-base shellcheck ${EXTRA_PKGS:-}"
 # clang + libclang-rt-dev build the libFuzzer targets (tests/fuzz/); fiu-utils
 # (libfiu) injects the I/O errors of tests/drills/io-faults.bats.
 pkgs="$pkgs clang libclang-rt-dev fiu-utils"

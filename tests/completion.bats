@@ -292,3 +292,121 @@ help_commands() {
 	assert_output ''
 	[ -z "$stderr" ]
 }
+
+# --- zsh and fish: the same data (gen-completion.sh --zsh, --fish) ---------
+
+# both SHELL_complete WORD...: the zsh and the fish offers, each sorted, in
+# one output: "zsh: X" and "fish: X" lines.
+both() {
+	zsh_complete "$@" | sorted | sed 's/^/zsh: /'
+	fish_complete "$@" | sorted | sed 's/^/fish: /'
+}
+
+# want WORD...: the lines both() prints when each shell offers WORD...
+want() {
+	printf 'zsh: %s\n' "$@" | sorted
+	printf 'fish: %s\n' "$@" | sorted
+}
+
+@test "the built zsh and fish completions are what the generator makes now, and parse" {
+	need_zsh_fish
+	diff <(sh "$SRC/build-aux/gen-completion.sh" --zsh "$SRC") "$ZSH_COMPLETION"
+	diff <(sh "$SRC/build-aux/gen-completion.sh" --fish "$SRC") "$FISH_COMPLETION"
+	zsh -n "$ZSH_COMPLETION"
+	fish --no-execute "$FISH_COMPLETION"
+	# zsh's #compdef line names every tool
+	local t compdef
+	compdef=$(head -n 1 "$ZSH_COMPLETION")
+	[[ $compdef == "#compdef "* ]] || fail "first line: $compdef"
+	for t in $TOOLS; do
+		[[ "$compdef " == *" $t "* ]] || fail "#compdef does not name $t"
+	done
+}
+
+@test "zsh and fish offer every long option of every tool's --help, and no other" {
+	need_zsh_fish
+	local t
+	for t in $TOOLS; do
+		diff -u <(help_long_options "$t") <(zsh_complete "$t" -- | sorted) ||
+			fail "$t: zsh completion (+) differs from --help (-)"
+		diff -u <(help_long_options "$t") <(fish_complete "$t" -- | sorted) ||
+			fail "$t: fish completion (+) differs from --help (-)"
+	done
+}
+
+@test "zsh and fish: an option is described by its --help line, and takes a value or not as there" {
+	need_zsh_fish
+	run zsh_complete exec-run --sl
+	assert_output --slots
+	run fish_complete_described exec-run --sl
+	assert_output "--slots	$(exec-run --help | sed -n 's/^ *--slots N *//p')"
+	run fish_complete_described exec-inspect -
+	assert_line "-o	list: print only these columns, in this order"
+	assert_line "--columns	list: print only these columns, in this order"
+	run fish_complete exec-run --slots ''            # a number: nothing to offer
+	assert_output ''
+	run zsh_complete exec-run --slots ''
+	assert_output ''
+	run fish_complete exec-inspect --json s           # --json takes none: a subcommand follows
+	assert_output "$(printf '%s\n' show summary)"
+}
+
+@test "zsh and fish: subcommands, list kinds, outcomes, columns after a comma" {
+	need_zsh_fish
+	run both exec-session ''
+	assert_output "$(want open heartbeat close show report adopt backup)"
+	run both exec-shares capacity ''
+	assert_output "$(want set show)"
+	run both exec-inspect --state-dir /nonexistent list r
+	assert_output "$(want retained refused running receipts)"
+	run both exec-inspect summary ''
+	assert_output ''
+	run both exec-inspect list receipts --outcome=ex
+	assert_output "$(want exited exec_failed)"
+	run both exec-inspect list refused -o ''
+	assert_output "$(want run_id incarnation session_id outcome exit_code chosen_at attempts refused_cause last_diag)"
+	run both exec-inspect list running -o run_id,sup_pid,g
+	assert_output "$(want run_id,sup_pid,guest_pid)"
+	run both exec-session show -o l
+	assert_output "$(want last_beat lease)"
+	run both exec-inspect ids ''
+	assert_output "$(want all queued running live retained)"
+}
+
+@test "zsh and fish: run ids and sessions come from the state, --state-dir on the line first" {
+	need_zsh_fish
+	populate
+	local dir=$EXEC_STATE_DIR sid
+	sid=$(current_session)
+	run both exec-inspect lookup ''
+	assert_output "$(want kept1 new1 new2 old1 refused1)"
+	run both exec-report ''                          # retained results only
+	assert_output "$(want kept1)"
+	run both exec-run cancel o                       # another session's: not cancellable
+	assert_output ''
+	run both exec-inspect lookup new1 --session ''
+	assert_output "$(want "$sid")"
+	export EXEC_STATE_DIR=$BATS_TEST_TMPDIR/nothing-here
+	run both exec-inspect lookup ''
+	assert_output ''
+	run both exec-inspect --state-dir "$dir" show o
+	assert_output "$(want old1)"
+	run both exec-inspect --state-dir="$dir" show re
+	assert_output "$(want refused1)"
+}
+
+@test "zsh and fish: file and directory names where the help names FILE or DIR" {
+	need_zsh_fish
+	mkdir -p "$BATS_TEST_TMPDIR/pick/sub-dir"
+	touch "$BATS_TEST_TMPDIR/pick/sub-file"
+	run fish_complete exec-inspect --state-dir "$BATS_TEST_TMPDIR/pick/sub"
+	assert_output "$BATS_TEST_TMPDIR/pick/sub-dir/"
+	run fish_complete exec-inspect metrics --output "$BATS_TEST_TMPDIR/pick/sub-f"
+	assert_output "$BATS_TEST_TMPDIR/pick/sub-file"
+	# zsh's _files and _directories add the name's last part
+	run zsh_complete exec-inspect --state-dir "$BATS_TEST_TMPDIR/pick/sub"
+	assert_output --partial sub-dir
+	refute_output --partial sub-file
+	run zsh_complete exec-inspect metrics --output "$BATS_TEST_TMPDIR/pick/sub-f"
+	assert_output --partial sub-file
+}

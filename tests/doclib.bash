@@ -1,5 +1,6 @@
 # Shared by docs.bats, completion.bats and contract.bats: what a tool's
-# --help says, what its man page says, and what its bash completion offers.
+# --help says, what its man page says, and what its bash, zsh and fish
+# completions offer.
 # Load after helpers.
 
 # shellcheck disable=SC2034  # read by the .bats files that load this one
@@ -7,6 +8,8 @@ TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect
 # shellcheck disable=SC2034
 MANDIR=$SRC/doc/man
 COMPLETION=$BUILD/completions/execkit.bash
+ZSH_COMPLETION=$BUILD/completions/_execkit
+FISH_COMPLETION=$BUILD/completions/execkit.fish
 BASH_COMPLETION_MAIN=/usr/share/bash-completion/bash_completion
 
 # Blanks collapsed to one space, none at either end.
@@ -87,8 +90,33 @@ complete_words() {
 	' complete_words "$BASH_COMPLETION_MAIN" "$COMPLETION" "$@"
 }
 
+# zsh_complete WORD...: what zsh's completion system offers for the last
+# WORD of the command line WORD..., one per line: a real zsh in a
+# pseudo-terminal, compinit loading the generated _execkit from its $fpath
+# (tests/zsh-complete.zsh).
+zsh_complete() {
+	timeout 30 zsh -f "$SRC/tests/zsh-complete.zsh" "$(dirname "$ZSH_COMPLETION")" "$*"
+}
+
+# fish_complete WORD...: what fish offers for the last WORD of the command
+# line WORD..., one per line, without the descriptions and without an
+# --option= before a value, as bash offers them (fish_complete_described
+# keeps both): `complete -C` with the generated completion loaded.
+fish_complete_described() {
+	timeout 30 fish --no-config -c 'source $argv[1]; and complete -C $argv[2]' "$FISH_COMPLETION" "$*"
+}
+fish_complete() {
+	fish_complete_described "$@" | cut -f1 | sed 's/^--[a-z0-9-]*=//'
+}
+
 # Fail early, and clearly, when what the completion tests need is missing.
 need_completion() {
 	[ -r "$BASH_COMPLETION_MAIN" ] || fail "bash-completion is not installed ($BASH_COMPLETION_MAIN; scripts/deps.sh installs it)"
 	[ -r "$COMPLETION" ] || fail "$COMPLETION is missing: run make in $BUILD"
+}
+need_zsh_fish() {
+	command -v zsh >/dev/null || fail "zsh is not installed (scripts/deps.sh installs it)"
+	command -v fish >/dev/null || fail "fish is not installed (scripts/deps.sh installs it)"
+	[ -r "$ZSH_COMPLETION" ] || fail "$ZSH_COMPLETION is missing: run make in $BUILD"
+	[ -r "$FISH_COMPLETION" ] || fail "$FISH_COMPLETION is missing: run make in $BUILD"
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # `make install` puts every tool, the loop, the man pages (dated and
-# versioned), the documents they cite, the bash completion, the systemd unit,
+# versioned), the documents they cite, the bash, zsh and fish completions,
+# the systemd unit,
 # its environment file and the sysusers.d file in place, and `make
-# uninstall` takes them away; bash-completion's own loader finds the
-# completion; the systemd unit is hardened, verifies, and names the
+# uninstall` takes them away; bash-completion's, zsh's and fish's own
+# loaders find the completions; the systemd unit is hardened, verifies, and names the
 # configured paths: /etc/execkit/exec-loop.env with --prefix=/usr.
 
 load helpers
@@ -17,11 +18,13 @@ setup_file() {
 		fail "make install failed: $(cat "$BATS_FILE_TMPDIR/install.log")"
 	BIN=$(dirname "$(find "$DEST" -path '*/bin/exec-loop')")
 	COMPDIR=$(dirname "$(find "$DEST" -path '*/bash-completion/completions/execkit')")
+	ZSHDIR=$(dirname "$(find "$DEST" -path '*/zsh/site-functions/_execkit')")
+	FISHDIR=$(dirname "$(find "$DEST" -path '*/fish/vendor_completions.d/execkit.fish')")
 	UNIT=$(find "$DEST" -path '*/systemd/system/exec-loop.service')
 	MAN=$(dirname "$(dirname "$(find "$DEST" -path '*/man7/execkit.7')")")
 	VERSION=$(make -s -C "$BUILD" --no-print-directory -f - <<<'include Makefile
 v: ; @echo $(PACKAGE_VERSION)' v)
-	export DEST BIN COMPDIR UNIT MAN VERSION
+	export DEST BIN COMPDIR ZSHDIR FISHDIR UNIT MAN VERSION
 }
 
 @test "the tools and the loop are installed and run from there" {
@@ -80,6 +83,28 @@ v: ; @echo $(PACKAGE_VERSION)' v)
 		assert_line "complete -F _execkit $t"
 	done
 	assert_line "offered --slots"
+}
+
+@test "zsh's compinit and fish's loader find the installed completions under every tool's name" {
+	need_zsh_fish
+	local t home=$BATS_TEST_TMPDIR/home
+	[ -n "$ZSHDIR" ] || fail "no zsh/site-functions/_execkit installed"
+	[ -n "$FISHDIR" ] || fail "no fish/vendor_completions.d/execkit.fish installed"
+	cmp "$ZSHDIR/_execkit" "$ZSH_COMPLETION"
+	cmp "$FISHDIR/execkit.fish" "$FISH_COMPLETION"
+	for t in $TOOLS; do
+		[ "$(readlink "$FISHDIR/$t.fish")" = execkit.fish ] || fail "$FISHDIR/$t.fish is not a link to execkit.fish"
+	done
+	# compinit reads the #compdef line of _execkit in $fpath
+	run timeout 30 zsh -f "$SRC/tests/zsh-complete.zsh" "$ZSHDIR" "exec-loop --sl"
+	assert_output --slots
+	# fish looks in DIR/fish/vendor_completions.d of each XDG_DATA_DIRS entry
+	mkdir -p "$home"
+	for t in $TOOLS; do
+		run env HOME="$home" XDG_CONFIG_HOME="$home/config" XDG_DATA_HOME="$home/data" \
+			XDG_DATA_DIRS="$(dirname "$(dirname "$FISHDIR")")" timeout 30 fish -c 'complete -C "$argv[1] --hel"' "$t"
+		assert_output --regexp "^--help"$'\t'
+	done
 }
 
 @test "exec-loop.service is installed with this installation's paths, hardened, and verifies" {

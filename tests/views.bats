@@ -669,3 +669,21 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	run --separate-stderr exec-inspect summary
 	assert_line "session: none current (exec-session open)"
 }
+
+@test "counts in human output agree with their number: 1 byte, 1 file, never '1 bytes'" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec one1 /bin/sh '["-c","printf x"]')"
+	exec-run start --wait >/dev/null 2>&1
+	run --separate-stderr exec-inspect summary
+	assert_success
+	assert_line "output: 1 file, 1 byte"
+	submit_and_accept "$(spec cut1 /bin/sh '["-c","head -c 1001 /dev/zero"]')"
+	exec-run start --wait --max-output 1000 >/dev/null 2>&1 || true
+	run --separate-stderr exec-inspect show cut1
+	assert_success
+	[ "$(story_value output)" = "TRUNCATED at --max-output: 1 byte of stdout and 0 of stderr dropped" ] ||
+		fail "output: $(story_value output)"
+	run --separate-stderr exec-inspect summary     # the files kept, and out/cut1.truncated
+	assert_line --regexp '^output: 3 files, [0-9]+ bytes$'
+}
