@@ -53,7 +53,7 @@ sorted() { LC_ALL=C sort; }
 
 @test "subcommands and their subcommands come from the command tables, list kinds from inspect.c" {
 	run complete_words exec-session ''
-	assert_output "$(printf '%s\n' open heartbeat close show report adopt backup)"
+	assert_output "$(printf '%s\n' open heartbeat close show report adopt backup compact)"
 	run complete_words exec-inspect ''
 	assert_output "$(printf '%s\n' lookup summary list show logs metrics relay ids)"
 	run complete_words exec-inspect --json s
