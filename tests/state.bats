@@ -238,6 +238,23 @@ SQL
 	assert_output --partial "created without incremental auto-vacuum"
 }
 
+@test "--prune-records forgets in chunks: a kill between them leaves every run whole, forgotten or kept, and the next prune ends it" {
+	start_dispatcher
+	open_session
+	settled_bulk 2500
+	EXEC_CRASH_AT=records-chunk run exec-reconcile --prune-records 1d
+	[ "$status" -eq 137 ]                                  # killed after its first chunk
+	[ "$(sql "SELECT count(*) FROM run_records")" = 1500 ]
+	# no record without its spec, no spec of a forgotten run
+	[ "$(sql "SELECT count(*) FROM accepts")" = 1500 ]
+	[ "$(sql "SELECT count(*) FROM accepts a WHERE NOT EXISTS (SELECT 1 FROM run_records r
+		WHERE r.run_id = a.run_id)")" = 0 ]
+	run exec-reconcile --prune-records 1d
+	assert_success
+	assert_output --regexp "^1500 records dropped, 0 kept: not settled for good;"
+	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
+}
+
 @test "compact waits for a writer that holds the lock, and loses none of its writes" {
 	start_dispatcher
 	open_session
