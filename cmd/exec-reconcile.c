@@ -81,7 +81,7 @@ static const char USAGE[] =
 	"                         ended session that exec-session adopt could still\n"
 	"                         deliver are kept back (and counted)\n"
 	"      --include-adoptable  export those too: their runs are then never reported\n"
-	"      --dry-run          prunes, export: say what would go (--json: one line per\n"
+	"      --dry-run          prune, export: say what would go (--json: one line per\n"
 	"                         item), change nothing\n"
 	"      --output-cap BYTES  remove captured output nothing refers to, then, while\n"
 	"                         out/ holds more than BYTES (0: no cap; auto: half the\n"
