@@ -491,6 +491,9 @@ settled_state() {
 	run exec-inspect lookup p1 --session "$(current_session)"
 	assert_success
 	assert_output --partial ABSENT
+	run exec-inspect show p1
+	[ "$status" -eq "$EK_NOINPUT" ]
+	assert_output --partial "forgotten once the dispatcher settled it for good"
 	run exec-inspect lookup u1 --session "$(current_session)"
 	assert_output --partial FILTERED                      # kept, under this session
 	run exec-inspect lookup n1 --session "$(current_session)"
