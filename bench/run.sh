@@ -2,7 +2,7 @@
 # bench/run.sh [NAME...] — execkit's benchmarks, each printed beside a floor
 # measured on this machine in this same run, as a ratio (median of
 # BENCH_ROUNDS rounds).  NAME: accept-one accept-batch lookup loop-e2e
-# drain pass completion (default: all).  Benchmarks print figures; they assert nothing, but exit
+# drain pass completion retention (default: all).  Benchmarks print figures; they assert nothing, but exit
 # non-zero when a command under test fails.  See bench/README.md.
 set -euo pipefail
 export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
@@ -10,7 +10,7 @@ export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 B=${EXECKIT_BUILDDIR:-$top/build}
-ALL=(accept-one accept-batch lookup loop-e2e drain pass completion)
+ALL=(accept-one accept-batch lookup loop-e2e drain pass completion retention)
 
 usage() {
 	cat <<USAGE
@@ -36,6 +36,7 @@ Environment (defaults in brackets):
   BENCH_PASS_N         pass: passes per state per round (mean) [5]
   BENCH_COMPLETE_ROWS  completion: queued runs of the current session [100000]
   BENCH_COMPLETE_N     completion: completions per round (mean) [20]
+  BENCH_RETAIN_N       retention: runs delivered, then pruned and compacted [10000]
   BENCH_KEEP=1         keep the temporary directory
 USAGE
 }
@@ -61,13 +62,14 @@ PASS_MAX=$(num BENCH_PASS_MAX 32)
 PASS_N=$(num BENCH_PASS_N 5)
 COMPLETE_ROWS=$(num BENCH_COMPLETE_ROWS 100000)
 COMPLETE_N=$(num BENCH_COMPLETE_N 20)
+RETAIN_N=$(num BENCH_RETAIN_N 10000)
 [ "$PASS_MAX" -le 256 ] || { echo "bench: BENCH_PASS_MAX='$PASS_MAX' is more than exec-reconcile's --max allows (256)" >&2; exit 64; }
 
 names=()
 for a in "$@"; do
 	case $a in
 	-h | --help) usage; exit 0 ;;
-	accept-one | accept-batch | lookup | loop-e2e | drain | pass | completion) names+=("$a") ;;
+	accept-one | accept-batch | lookup | loop-e2e | drain | pass | completion | retention) names+=("$a") ;;
 	*) echo "bench: unknown benchmark '$a' (one of: ${ALL[*]})" >&2; exit 64 ;;
 	esac
 done
@@ -973,6 +975,55 @@ SQL
 			"$(ratio "$(median "$d/${w%%:*}.big")" "$(median "$d/${w%%:*}.small")")" "< 200 ms"
 	done
 	stop_dispatcher
+}
+
+# --- 8. retention ---------------------------------------------------------------------
+db_bytes() { local n=0 f; for f in "$1/state.db" "$1/state.db-wal"; do [ -e "$f" ] && n=$((n + $(stat -c %s "$f"))); done; echo "$n"; }
+
+# floor_copy STATE FILE TABLE...: the same rows alone, in plain tables of a
+# new file (no index, no trigger, no other table): what they weigh as data.
+floor_copy() {
+	local s=$1 f=$2 t sql="ATTACH '$1/state.db' AS s;"
+	shift 2
+	rm -f "$f"
+	for t in "$@"; do sql+="CREATE TABLE $t AS SELECT * FROM s.$t;"; done
+	sq "$f" "$sql" || die "copying $* of $s failed"
+	stat -c %s "$f"
+}
+
+per_run() { calc '%.0f B' "$1 / $RETAIN_N"; }
+
+# State bytes per run: N runs delivered (receipts held), then each step of
+# a retention pass, each followed by exec-session compact (so the file
+# shows what is held, not pages waiting for reuse).  One round: sizes do
+# not vary from round to round.
+bench_retention() {
+	local d=$work/retention s full ffull rec frec left empty
+	local -a compact=("$B/exec-session" compact --state-dir)
+	drain_setup "$d" "$RETAIN_N"
+	s=$d/state
+	"$B/exec-reconcile" --drain --budget-ms 600000 --state-dir "$s" >/dev/null || die "draining $s failed"
+	drain_check "$d" "$RETAIN_N"
+	"${compact[@]}" "$s" >/dev/null || die "exec-session compact failed"
+	full=$(db_bytes "$s")
+	ffull=$(floor_copy "$s" "$d/floor-full.db" accepts receipts)
+	"$B/exec-reconcile" --prune-receipts 0s --state-dir "$s" >/dev/null || die "--prune-receipts failed"
+	"${compact[@]}" "$s" >/dev/null || die "exec-session compact failed"
+	rec=$(db_bytes "$s")
+	frec=$(floor_copy "$s" "$d/floor-rec.db" accepts run_records)
+	"$B/exec-reconcile" --prune-records 0s --state-dir "$s" >/dev/null || die "--prune-records failed"
+	"${compact[@]}" "$s" >/dev/null || die "exec-session compact failed"
+	left=$(db_bytes "$s")
+	open_session "$d/empty"   # floor: a new state, one session, no run, compacted alike
+	"${compact[@]}" "$d/empty" >/dev/null || die "exec-session compact failed"
+	empty=$(db_bytes "$d/empty")
+	stop_dispatcher
+	row "retention: state per run, $RETAIN_N runs delivered, receipts held, vs their rows alone" \
+		"$(per_run "$full")" "$(per_run "$ffull")" "$(ratio "$full" "$ffull")" "-"
+	row "retention: after --prune-receipts + compact (records and specs), vs those rows alone" \
+		"$(per_run "$rec")" "$(per_run "$frec")" "$(ratio "$rec" "$frec")" "-"
+	row "retention: after --prune-records + compact, state.db vs a new state" \
+		"$(calc '%.0f KiB' "$left / 1024")" "$(calc '%.0f KiB' "$empty / 1024")" "$(ratio "$left" "$empty")" "<= 1.1x"
 }
 
 echo "execkit benchmarks: build $B, $ROUNDS rounds (median), work dir $work" >&2

@@ -454,8 +454,8 @@ cmd_show(struct state *st, const struct opts *o, struct ek_err *e)
 	if (inspect_show(st, o->arg, &j, e) < 0)
 		return -1;
 	if (!j)
-		return ek_fail(e, EK_NOINPUT, "run '%s': never recorded here (no accepted run, "
-		    "execution row, retained result or receipt)", o->arg);
+		return ek_fail(e, EK_NOINPUT, "run '%s': never recorded here, or forgotten "
+		    "once the dispatcher settled it for good (exec-reconcile --prune-records)", o->arg);
 	if (o->json) {
 		json_emit(stdout, j);
 		return 0;

@@ -27,6 +27,7 @@
 #include "jsonout.h"
 #include "output.h"
 #include "progress.h"
+#include "retention.h"
 #include "runs.h"
 #include "session.h"
 #include "state.h"
@@ -35,7 +36,7 @@
 static const char PROG[] = "exec-reconcile";
 
 enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, OPT_OUTPUT_CAP,
-	OPT_DRY_RUN, OPT_ADOPTABLE };
+	OPT_DRY_RUN, OPT_ADOPTABLE, OPT_PRUNE_RECORDS };
 
 static const struct option options[] = {
 	CLI_COMMON_OPTIONS,
@@ -44,6 +45,7 @@ static const struct option options[] = {
 	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
 	{ "drain", no_argument, NULL, OPT_DRAIN },
 	{ "prune-receipts", required_argument, NULL, OPT_PRUNE },
+	{ "prune-records", required_argument, NULL, OPT_PRUNE_RECORDS },
 	{ "export-evidence", required_argument, NULL, OPT_EXPORT },
 	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
@@ -54,6 +56,7 @@ static const struct option options[] = {
 static const char USAGE[] =
 	"Usage: exec-reconcile [OPTION]...\n"
 	"       exec-reconcile [OPTION]... --prune-receipts AGE [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --prune-records AGE [--dry-run]\n"
 	"       exec-reconcile [OPTION]... --export-evidence FILE [--dry-run]\n"
 	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
 	"Deliver retained results of the current session in one bounded pass.\n"
@@ -67,6 +70,11 @@ static const char USAGE[] =
 	"                         version)\n"
 	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m,\n"
 	"                         3600s); each run keeps a record (exec-inspect show)\n"
+	"      --prune-records AGE  forget runs the dispatcher settled for good (result\n"
+	"                         acknowledged, or handed back and re-queued) whose\n"
+	"                         record is older than AGE: record, spec and rows go, a\n"
+	"                         lookup then answers ABSENT; every other record is kept\n"
+	"                         and counted; then ended sessions nothing refers to\n"
 	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON\n"
 	"                         Lines, with the stored bodies), fsync it, then delete\n"
 	"                         those rows, each run keeping a record; results of an\n"
@@ -94,7 +102,7 @@ static const char USAGE[] =
 
 struct opts {
 	const char *state_dir, *export_path;
-	int64_t max, budget_ms, prune_age_ms, output_cap;
+	int64_t max, budget_ms, prune_age_ms, records_age_ms, output_cap;
 	int json, drain, dry_run, adoptable;
 };
 
@@ -338,6 +346,46 @@ emit_item(json_t *item, void *arg)
 	return json_emit(stdout, item) < 0 ? ek_fail(arg, EK_IOERR, "writing standard output") : 0;
 }
 
+/* --prune-records, or its --dry-run: what was (would be) forgotten. */
+static void
+say_forgotten(const struct opts *o, const struct retention_count *c, int64_t files)
+{
+	char runs[48], ses[48], out[48];
+	const char *would = o->dry_run ? "would be " : "";
+
+	if (o->json) {
+		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "event", "records_pruned",
+		    "dry_run", o->dry_run, "records", (json_int_t)c->records, "handbacks",
+		    (json_int_t)c->handbacks, "sessions", (json_int_t)c->sessions, "kept",
+		    (json_int_t)c->kept);
+
+		if (!o->dry_run)
+			json_object_set_new(j, "output_files", json_integer(files));
+		json_emit(stdout, j);
+		return;
+	}
+	cli_plural(runs, sizeof runs, c->records + c->handbacks, "record");
+	cli_plural(ses, sizeof ses, c->sessions, "ended session");
+	cli_plural(out, sizeof out, files, "output file");
+	printf("%s %sdropped, %lld kept: not settled for good; %s %sdropped%s%s\n", runs, would,
+	    (long long)c->kept, ses, would, o->dry_run ? " (dry run: nothing changed)" : "; removed ",
+	    o->dry_run ? "" : out);
+}
+
+/* --prune-records: forget what the dispatcher settled for good. */
+static int
+forget(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	struct retention_count c;
+	int64_t files = 0;
+
+	if (records_prune(st, o->records_age_ms, &c, e) < 0 ||
+	    output_collect(st, 0, &files, e) < 0)   /* their output goes with them */
+		return -1;
+	say_forgotten(o, &c, files);
+	return 0;
+}
+
 /* --dry-run: the same selection, read through an inspector's connection
  * (inspect.h: query_only, no checkpoint on close), so that not a byte of
  * the state changes; the export's file is not created either. */
@@ -351,8 +399,17 @@ dry_run(struct state *st, const struct opts *o, struct ek_err *e)
 	if (o->export_path && access(o->export_path, F_OK) == 0)
 		return ek_fail(e, EK_CANTCREAT, "'%s' exists: an export never overwrites a file",
 		    o->export_path);
-	if (inspect_guard(st, INSPECT_VIEW, mono_ms() + o->budget_ms, e) < 0 ||
-	    (o->export_path ? evidence_plan(st, o->adoptable, fn, e, &c, e) :
+	if (inspect_guard(st, INSPECT_VIEW, mono_ms() + o->budget_ms, e) < 0)
+		return -1;
+	if (o->records_age_ms >= 0) {
+		struct retention_count rc;
+
+		if (records_plan(st, o->records_age_ms, fn, e, &rc, e) < 0)
+			return -1;
+		say_forgotten(o, &rc, 0);
+		return 0;
+	}
+	if ((o->export_path ? evidence_plan(st, o->adoptable, fn, e, &c, e) :
 	    receipts_plan(st, o->prune_age_ms, fn, e, &c.rows, e)) < 0)
 		return -1;
 	if (o->json && o->export_path)
@@ -393,7 +450,7 @@ parse_args(int argc, char **argv, struct opts *o)
 
 	o->max = 32;
 	o->budget_ms = DELIVER_BUDGET_MS;
-	o->prune_age_ms = -1;
+	o->prune_age_ms = o->records_age_ms = -1;
 	o->output_cap = NO_COLLECT;
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
@@ -406,6 +463,11 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (timefmt_parse_age(optarg, &o->prune_age_ms) < 0)
 				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age with its unit, "
 				    "like 30d, 12h, 90m or 3600s", optarg);
+			break;
+		case OPT_PRUNE_RECORDS:
+			if (timefmt_parse_age(optarg, &o->records_age_ms) < 0)
+				return cli_usage_error(PROG, "--prune-records: '%s' is not an age with its unit, "
+				    "like 90d, 12h, 90m or 3600s", optarg);
 			break;
 		case OPT_OUTPUT_CAP:
 			if (strcmp(optarg, "auto") == 0)
@@ -428,16 +490,19 @@ parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
-	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->output_cap != NO_COLLECT) > 1)
-		return cli_usage_error(PROG, "--export-evidence, --prune-receipts and --output-cap are "
-		    "separate steps");
-	if (o->dry_run && !o->export_path && o->prune_age_ms < 0)
-		return cli_usage_error(PROG, "--dry-run goes with --prune-receipts or --export-evidence");
+	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->records_age_ms >= 0) +
+	    (o->output_cap != NO_COLLECT) > 1)
+		return cli_usage_error(PROG, "--export-evidence, --prune-receipts, --prune-records and "
+		    "--output-cap are separate steps");
+	if (o->dry_run && !o->export_path && o->prune_age_ms < 0 && o->records_age_ms < 0)
+		return cli_usage_error(PROG, "--dry-run goes with --prune-receipts, --prune-records or "
+		    "--export-evidence");
 	if (o->adoptable && !o->export_path)
 		return cli_usage_error(PROG, "--include-adoptable goes with --export-evidence");
-	if ((o->export_path || o->prune_age_ms >= 0 || o->output_cap != NO_COLLECT) && o->drain)
-		return cli_usage_error(PROG, "--drain does not go with --export-evidence, --prune-receipts "
-		    "or --output-cap");
+	if ((o->export_path || o->prune_age_ms >= 0 || o->records_age_ms >= 0 ||
+	    o->output_cap != NO_COLLECT) && o->drain)
+		return cli_usage_error(PROG, "--drain does not go with --export-evidence, --prune-receipts, "
+		    "--prune-records or --output-cap");
 	return 0;
 }
 
@@ -454,6 +519,7 @@ main(int argc, char **argv)
 	if (state_open(&st, cli_state_dir(o.state_dir), 0, &e) < 0)
 		return ek_report(PROG, &e);
 	rc = o.output_cap != NO_COLLECT ? collect(&st, &o, &e) : o.dry_run ? dry_run(&st, &o, &e) :
+	    o.records_age_ms >= 0 ? forget(&st, &o, &e) :
 	    o.export_path || o.prune_age_ms >= 0 ? housekeeping(&st, &o, &e) : reconcile(&st, &o, &e);
 	state_close(&st);
 	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);

@@ -18,6 +18,7 @@
 #include "client.h"
 #include "clock.h"
 #include "crash.h"
+#include "exec-session.h"
 #include "field.h"
 #include "handback.h"
 #include "inspect.h"
@@ -60,6 +61,7 @@ static const char USAGE[] =
 	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
 	"       exec-session [OPTION]... adopt SESSION_ID\n"
 	"       exec-session [OPTION]... backup FILE\n"
+	"       exec-session [OPTION]... compact\n"
 	"Negotiate, keep and end the executor's control session.\n"
 	"\n"
 	"Commands:\n"
@@ -80,6 +82,8 @@ static const char USAGE[] =
 	"             new FILE (mode 0600: it holds the credential and the executor\n"
 	"             key), marked as a backup: restored, it starts nothing until a new\n"
 	"             session is opened (doc/recovery.md, \"Backup and restore\")\n"
+	"  compact    give the free pages pruning left back to the file system, a\n"
+	"             bounded step at a time: safe while the executor runs\n"
 	"\n"
 	"Options:\n"
 	"      --dispatcher URL   dispatcher base URL (open only),\n"
@@ -690,6 +694,12 @@ cmd_backup(struct state *st, const struct opts *o, struct ek_err *e)
 }
 
 static int
+cmd_compact(struct state *st, const struct opts *o, struct ek_err *e)
+{
+	return session_compact(st, o->json, e);
+}
+
+static int
 cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
 {
 	struct session s;
@@ -721,6 +731,7 @@ static const struct command {
 	{ "report", cmd_report, 0 },
 	{ "adopt", cmd_adopt, NEEDS_SID },
 	{ "backup", cmd_backup, NEEDS_FILE },
+	{ "compact", cmd_compact, 0 },
 };
 
 static int

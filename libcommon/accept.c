@@ -1,9 +1,11 @@
 /*
  * accept — see runs.h (the acceptor): accepting run specs in a batch, in
  * the caller's write transaction, idempotent by run id.  A new run gets an
- * accepts row (its identity, canonical content and receipt, kept for good)
- * and an execution row; the same id with the same content is a duplicate
- * answered with the original receipt, with other content a conflict.
+ * accepts row (its identity, canonical content and receipt, kept until the
+ * dispatcher settled the run for good and the operator's retention forgets
+ * it: retention.h) and an execution row; the same id with the same content
+ * is a duplicate answered with the original receipt, with other content a
+ * conflict.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +34,15 @@ acceptor_free(struct acceptor *a)
 	free(a);
 }
 
-/* Accepts rows are never deleted, so MAX(rowid) only grows: a receipt
- * numbered past it is new. */
+/* The number of the last receipt given: every new run is counted
+ * ('accepted', acceptor_count()) in its batch's transaction, so the count
+ * only grows, also once settled runs' acceptances are forgotten (schema
+ * step 16), where MAX(rowid) would fall back and numbers repeat. */
 static int
 last_seq(struct acceptor *a, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&a->st->db, "SELECT IFNULL(MAX(rowid), 0) FROM accepts", e);
+	sqlite3_stmt *q = db_prep(&a->st->db, "SELECT max(IFNULL((SELECT MAX(rowid) FROM accepts), 0), "
+	    "(SELECT value FROM counters WHERE name = 'accepted' AND label = ''))", e);
 	int rc;
 
 	if (!q)

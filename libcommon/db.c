@@ -171,6 +171,18 @@ checkpoint_if_large(struct db *db)
 	sqlite3_wal_checkpoint_v2(db->h, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 }
 
+bool
+db_checkpoint(struct db *db, int64_t wait_ms)
+{
+	int64_t busy = db->busy_ms;
+	int rc;
+
+	db_busy_ms(db, wait_ms);
+	rc = sqlite3_wal_checkpoint_v2(db->h, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	db_busy_ms(db, busy);
+	return rc == SQLITE_OK;
+}
+
 /* The writers' queue (db_queue_writers()): its file opened at the first
  * write.  Only locked, never written, so read-only; never through a link,
  * and never a fifo's open that waits.  Where it cannot be had, SQLite's

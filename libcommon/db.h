@@ -121,6 +121,12 @@ int db_begin_read(struct db *db, struct ek_err *e);
  * DB_BUSY_TIMEOUT_MS. */
 void db_busy_ms(struct db *db, int64_t ms);
 
+/* Fold the WAL back into the database file and truncate it (a TRUNCATE
+ * checkpoint), waiting at most wait_ms for readers and writers: the writer
+ * lock is held while it waits, so keep wait_ms short.  Outside any
+ * transaction.  false: not complete (busy; the next checkpoint does it). */
+bool db_checkpoint(struct db *db, int64_t wait_ms);
+
 /* Between the transactions of a long writer: leave the lock free until
  * DB_YIELD_MS have passed since the last commit, so that a writer waiting
  * for it (a supervisor with a chosen result, a heartbeat) gets in instead

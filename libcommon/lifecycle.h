@@ -48,6 +48,8 @@
  *   refused/orphaned  gone  evidence_export()       export-chunk (after each chunk: its rows
  *                                                   are in the synced file, then deleted)
  *   receipt     gone        receipts_prune()        prune-chunk (after each chunk)
+ *   settled run forgotten   records_prune()         records-chunk (after each chunk: its
+ *                                                   records, specs and rows all gone)
  *   session     current     session_begin()         session-negotiated (before: the dispatcher's
  *                                                   session, not yet stored here)
  *   binding     adopted     session_adopt()         adopted-there (before: adopted at the

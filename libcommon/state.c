@@ -459,8 +459,12 @@ open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 	    pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
 		return st->db.busy ? ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up "
 		    "waiting for it after %lld ms", st->dbpath, (long long)st->db.busy_ms) : -1;
+	/* Incremental auto-vacuum (exec-session compact, retention.h) can be
+	 * chosen only before the first table, and before WAL mode writes the
+	 * first page. */
 	if (app == 0 && ver == 0 && tables == 0 && create)
-		return configure(st, e) < 0 ? -1 : create_schema(st, e);
+		return db_exec(&st->db, "PRAGMA auto_vacuum=INCREMENTAL", e) < 0 ||
+		    configure(st, e) < 0 ? -1 : create_schema(st, e);
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);

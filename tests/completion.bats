@@ -53,7 +53,7 @@ sorted() { LC_ALL=C sort; }
 
 @test "subcommands and their subcommands come from the command tables, list kinds from inspect.c" {
 	run complete_words exec-session ''
-	assert_output "$(printf '%s\n' open heartbeat close show report adopt backup)"
+	assert_output "$(printf '%s\n' open heartbeat close show report adopt backup compact)"
 	run complete_words exec-inspect ''
 	assert_output "$(printf '%s\n' lookup summary list show logs metrics relay ids)"
 	run complete_words exec-inspect --json s
@@ -354,7 +354,7 @@ want() {
 @test "zsh and fish: subcommands, list kinds, outcomes, columns after a comma" {
 	need_zsh_fish
 	run both exec-session ''
-	assert_output "$(want open heartbeat close show report adopt backup)"
+	assert_output "$(want open heartbeat close show report adopt backup compact)"
 	run both exec-shares capacity ''
 	assert_output "$(want set show)"
 	run both exec-inspect --state-dir /nonexistent list r

@@ -3,6 +3,7 @@
 # results; undeliverable rows never crowd out deliverable ones.
 
 load helpers
+load inspect
 
 # Make N retained results of the current session whose reports failed.
 retain_many() {
@@ -449,11 +450,139 @@ snapshot() {
 	# usage: --dry-run needs a prune or an export; the age needs its unit
 	run exec-reconcile --dry-run
 	[ "$status" -eq "$EK_USAGE" ]
-	assert_output --partial "--dry-run goes with --prune-receipts or --export-evidence"
+	assert_output --partial "--dry-run goes with --prune-receipts, --prune-records or --export-evidence"
 	run exec-reconcile --prune-receipts 30 --dry-run
 	[ "$status" -eq "$EK_USAGE" ]
 	assert_output --partial "'30' is not an age with its unit, like 30d"
 	[ "$(sql "SELECT run_id FROM receipts")" = p3 ]
+}
+
+# settled_state: p1, p2 delivered and their receipts pruned (records with
+# the dispatcher's acknowledgement); u1 refused and exported (a record
+# without one); n1 a record of an unknown run; every record two days old.
+settled_state() {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec p1)" "$(spec p2)"
+	spec u1 | exec-accept >/dev/null                     # never submitted: refused
+	exec-run start --wait >/dev/null 2>&1 || true
+	exec-reconcile --prune-receipts 0s >/dev/null
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/ev.jsonl" >/dev/null
+	sql_write "INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+		VALUES ('n1', 't-n1', 'inc-x', 'ses-x', '{}', 'r', 0);
+		INSERT INTO run_records(run_id, txn_id, incarnation, session_id, known, evidence, recorded_at)
+		SELECT 'n1', 't-n1', 'inc-x', 'ses-x', 'unknown', 'its supervisor vanished', max(recorded_at)
+		FROM run_records;
+		UPDATE run_records SET recorded_at = recorded_at - 2 * 86400000"
+	[ "$(sql "SELECT group_concat(run_id || ':' || IFNULL(acked_at > 0, 'no'), ' ') FROM
+		(SELECT * FROM run_records ORDER BY run_id)")" = "n1:no p1:1 p2:1 u1:no" ]
+}
+
+@test "--prune-records forgets only runs settled for good: unknown, refused and undelivered records are kept, and counted" {
+	settled_state
+	run exec-reconcile --prune-records 3d                 # younger than the age: nothing goes
+	assert_success
+	assert_output "0 records dropped, 0 kept: not settled for good; 0 ended sessions dropped; removed 0 output files"
+	run exec-reconcile --prune-records 1d
+	assert_success
+	assert_output --regexp "^2 records dropped, 2 kept: not settled for good; 0 ended sessions dropped; removed [0-9]+ output files$"
+	[ "$(sql "SELECT group_concat(run_id, ' ') FROM (SELECT run_id FROM run_records ORDER BY run_id)")" = "n1 u1" ]
+	# the spec goes with the record: the run is forgotten, and a lookup says so
+	[ "$(sql "SELECT count(*) FROM accepts WHERE run_id IN ('p1', 'p2')")" = 0 ]
+	run exec-inspect lookup p1 --session "$(current_session)"
+	assert_success
+	assert_output --partial ABSENT
+	run exec-inspect show p1
+	[ "$status" -eq "$EK_NOINPUT" ]
+	assert_output --partial "forgotten once the dispatcher settled it for good"
+	run exec-inspect lookup u1 --session "$(current_session)"
+	assert_output --partial FILTERED                      # kept, under this session
+	run exec-inspect lookup n1 --session "$(current_session)"
+	assert_output --partial FOUND
+	# and again: what is kept stays kept
+	run exec-reconcile --prune-records 0s --json
+	assert_output --regexp '^\{"event":"records_pruned","dry_run":false,"records":0,"handbacks":0,"sessions":0,"kept":2,"output_files":[0-9]+\}$'
+	[ "$(sql "SELECT count(*) FROM run_records")" = 2 ]
+	# the database itself refuses to drop a record not settled for good
+	run sql_write "DELETE FROM run_records WHERE run_id = 'n1'"
+	assert_failure
+	assert_output --partial "a run record is kept until the dispatcher settled the run for good"
+	run sql_write "DELETE FROM run_records WHERE run_id = 'u1'"
+	assert_failure
+}
+
+@test "receipts go on being numbered past every run ever accepted once the newest is forgotten" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(spec p1)"
+	exec-run start --wait >/dev/null
+	local first
+	first=$(sql "SELECT receipt FROM accepts WHERE run_id = 'p1'")
+	exec-reconcile --prune-receipts 0s >/dev/null
+	sql_write "UPDATE run_records SET recorded_at = recorded_at - 1000"
+	run exec-reconcile --prune-records 0s
+	assert_output --regexp "^1 record dropped,"
+	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
+	submit_and_accept "$(spec p2)"
+	[ "$(sql "SELECT receipt FROM accepts WHERE run_id = 'p2'")" = "${first%:*}:2" ]
+}
+
+@test "--prune-records --dry-run names what would go, one JSON line each, and changes nothing" {
+	settled_state
+	local before
+	before=$(snapshot)
+	run --separate-stderr exec-reconcile --prune-records 1d --dry-run --json
+	assert_success
+	assert_line '{"event":"would_drop","what":"record","run_id":"p1"}'
+	assert_line '{"event":"would_drop","what":"record","run_id":"p2"}'
+	assert_line --index 2 '{"event":"records_pruned","dry_run":true,"records":2,"handbacks":0,"sessions":0,"kept":2}'
+	[ "${#lines[@]}" = 3 ]
+	run exec-reconcile --prune-records 1d --dry-run
+	assert_success
+	assert_output "2 records would be dropped, 2 kept: not settled for good; 0 ended sessions would be dropped (dry run: nothing changed)"
+	assert_equal "$(snapshot)" "$before"
+	run exec-reconcile --prune-records 1d --prune-receipts 1d
+	[ "$status" -eq "$EK_USAGE" ]
+	run exec-reconcile --prune-records 30
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--prune-records: '30' is not an age with its unit"
+}
+
+@test "--prune-records forgets a hand-back the dispatcher re-queued, with its run, and then its ended session; an unacknowledged one stays" {
+	start_dispatcher
+	open_session
+	local first
+	first=$(current_session)
+	submit_and_accept "$(spec hb1 /bin/true '[]' '"due_at":32503680000000')"
+	exec-session close >/dev/null
+	[[ "$(sql "SELECT requeued_as FROM handbacks WHERE run_id = 'hb1'")" =~ ^rq- ]]
+	open_session
+	# hb2: marked, never acknowledged (the dispatcher's answer was lost)
+	sql_write "INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+		SELECT 'hb2', 't-hb2', incarnation, session_id, '{}', 'r', 0 FROM sessions WHERE session_id = '$first';
+		INSERT INTO handbacks(run_id, incarnation, session_id, asked_at)
+		SELECT 'hb2', incarnation, session_id, 0 FROM sessions WHERE session_id = '$first';"
+	sql_write "UPDATE sessions SET ended_at = ended_at - 2 * 86400000 WHERE session_id = '$first'"
+	run exec-reconcile --prune-records 1d                 # the hand-back is young
+	assert_output --regexp "^0 records dropped, 1 kept: not settled for good; 0 ended sessions dropped"
+	run exec-reconcile --prune-records 0s                 # acknowledged before now: it goes
+	assert_success
+	assert_output --regexp "^1 record dropped, 1 kept: not settled for good; 0 ended sessions dropped"
+	[ "$(sql "SELECT count(*) FROM runs WHERE run_id = 'hb1'")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM accepts WHERE run_id = 'hb1'")" = 0 ]
+	[ "$(sql "SELECT run_id FROM handbacks")" = hb2 ]
+	run sql_write "DELETE FROM handbacks WHERE run_id = 'hb2'"
+	assert_failure
+	assert_output --partial "a handback is kept until the dispatcher re-queued its run"
+	# the first session still has hb2: kept; without it, it goes
+	[ "$(sql "SELECT count(*) FROM sessions WHERE session_id = '$first'")" = 1 ]
+	sql_write "DROP TRIGGER handbacks_kept; DELETE FROM handbacks WHERE run_id = 'hb2';
+		DELETE FROM accepts WHERE run_id = 'hb2'"
+	run exec-reconcile --prune-records 1d
+	assert_output --regexp "^0 records dropped, 0 kept: not settled for good; 1 ended session dropped;"
+	[ "$(sql "SELECT count(*) FROM sessions WHERE session_id = '$first'")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 1 ]
+	exec-session heartbeat >/dev/null
 }
 
 # adoptable_state: d1, d2 retained under a session replaced by a new one

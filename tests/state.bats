@@ -193,6 +193,91 @@ accept_some() {
 	[[ $(sql "SELECT value FROM meta WHERE key='executor_id'") =~ ^[0-9a-f]{32}$ ]]
 }
 
+# settled_bulk N: N runs settled for good, as --prune-receipts leaves them
+# (an acceptance with a 300-byte spec, and a record the dispatcher
+# acknowledged), a day old.
+settled_bulk() {
+	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT 'b' || i, 't-b' || i, 'inc-old', 'ses-old', printf('{"args":["%.300c"]}', 'x'), 'r' || i, 0 FROM n;
+INSERT INTO run_records(run_id, txn_id, incarnation, session_id, known, outcome, exit_code, acked_at,
+	evidence, recorded_at)
+SELECT run_id, txn_id, incarnation, session_id, 'finished', 'exited', 0, 1,
+	'delivered and acknowledged; its receipt pruned', 1 FROM accepts WHERE run_id LIKE 'b%';
+PRAGMA wal_checkpoint(TRUNCATE);
+SQL
+}
+
+@test "a state is made for compaction: after --prune-records and exec-session compact its file is smaller" {
+	start_dispatcher
+	open_session
+	[ "$(sql "PRAGMA auto_vacuum")" = 2 ]                  # incremental, chosen before the first table
+	settled_bulk 3000
+	local full pages
+	full=$(stat -c %s "$EXEC_STATE_DIR/state.db")
+	pages=$(sql "PRAGMA page_count")
+	run exec-session compact                               # nothing free yet
+	assert_success
+	assert_output --regexp "^compacted .*/state.db: 0 free pages given back, state.db and its WAL [0-9]+ -> [0-9]+ bytes$"
+	exec-reconcile --prune-records 1d >/dev/null
+	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
+	[ "$(sql "PRAGMA page_count")" = "$pages" ]             # freed, not given back
+	run exec-session compact --json
+	assert_success
+	[[ "$output" =~ ^\{\"event\":\"compacted\",\"pages\":([0-9]+),\"bytes_before\":[0-9]+,\"bytes_after\":([0-9]+),\"checkpointed\":true\}$ ]]
+	[ "${BASH_REMATCH[1]}" -gt $((pages / 2)) ]
+	[ "$(stat -c %s "$EXEC_STATE_DIR/state.db")" -lt $((full / 2)) ]
+	[ "$(sql "PRAGMA freelist_count")" = 0 ]
+	[ "$(sql "PRAGMA integrity_check")" = ok ]
+	exec-session heartbeat >/dev/null                      # the state works on
+	# a state made without incremental auto-vacuum cannot be compacted so
+	sqlite3 "$EXEC_STATE_DIR/state.db" "PRAGMA auto_vacuum = NONE; VACUUM"
+	run exec-session compact
+	[ "$status" -eq "$EK_DATAERR" ]
+	assert_output --partial "created without incremental auto-vacuum"
+}
+
+@test "--prune-records forgets in chunks: a kill between them leaves every run whole, forgotten or kept, and the next prune ends it" {
+	start_dispatcher
+	open_session
+	settled_bulk 2500
+	EXEC_CRASH_AT=records-chunk run exec-reconcile --prune-records 1d
+	[ "$status" -eq 137 ]                                  # killed after its first chunk
+	[ "$(sql "SELECT count(*) FROM run_records")" = 1500 ]
+	# no record without its spec, no spec of a forgotten run
+	[ "$(sql "SELECT count(*) FROM accepts")" = 1500 ]
+	[ "$(sql "SELECT count(*) FROM accepts a WHERE NOT EXISTS (SELECT 1 FROM run_records r
+		WHERE r.run_id = a.run_id)")" = 0 ]
+	run exec-reconcile --prune-records 1d
+	assert_success
+	assert_output --regexp "^1500 records dropped, 0 kept: not settled for good;"
+	[ "$(sql "SELECT count(*) FROM accepts")" = 0 ]
+}
+
+@test "compact waits for a writer that holds the lock, and loses none of its writes" {
+	start_dispatcher
+	open_session
+	settled_bulk 2000
+	exec-reconcile --prune-records 1d >/dev/null
+	# a writer holds the write lock for about a second, and commits a row
+	sqlite3 "$EXEC_STATE_DIR/state.db" >/dev/null <<SQL &
+BEGIN IMMEDIATE;
+INSERT INTO meta(key, value) VALUES ('w', 'x');
+.shell touch "$BATS_TEST_TMPDIR/locked"
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) FROM n;
+COMMIT;
+SQL
+	local writer=$!
+	wait_until '[ -e "$BATS_TEST_TMPDIR/locked" ]'
+	run exec-session compact
+	wait "$writer"
+	assert_success
+	assert_output --regexp "given back"
+	[ "$(sql "SELECT value FROM meta WHERE key = 'w'")" = x ]
+	[ "$(sql "PRAGMA freelist_count")" = 0 ]
+}
+
 @test "every state has its own executor key, 64 hex digits, never changed nor deleted" {
 	start_dispatcher
 	open_session

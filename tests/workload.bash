@@ -139,6 +139,10 @@ workload_housekeeping() {
 	j event exec-reconcile --json --export-evidence "$OUT/evidence.jsonl"
 	j event exec-reconcile --json --dry-run --prune-receipts 0s
 	j event exec-reconcile --json --prune-receipts 30d
+	j event exec-reconcile --json --prune-receipts 0s
+	j event exec-reconcile --json --dry-run --prune-records 0s
+	j event exec-reconcile --json --prune-records 0s
+	j event exec-session compact --json
 	j event exec-reconcile --json --output-cap 0
 	exec-run cancel s2 --session "$WORKLOAD_SID" >/dev/null
 	exec-run wait --timeout-ms "$WAIT_MS" >/dev/null

@@ -92,6 +92,41 @@ restore() {
 	[ "$(val "SELECT outcome || ' ' || exit_code FROM run_records WHERE run_id = 'p1'")" = "exited 0" ]
 }
 
+@test "retention: --prune-records forgets only what the dispatcher settled for good; the exported run it may still ask about is kept, answered FOUND, never re-queued; each guest ran once" {
+	start_dispatcher --settle-after-ms 0
+	open_session
+	local old
+	old=$(current_session)
+	submit "$(xspec p1)" "$(xspec x1 1)"
+	exec-accept --from-dispatcher >/dev/null
+	exec-run start >/dev/null
+	wait_until '[ "$(ran_txn x1)" = 1 ] && [ "$(val "SELECT count(*) FROM receipts WHERE run_id = '"'p1'"'")" = 1 ]'
+	admin POST "/admin/sessions/$old/revoke" >/dev/null
+	touch "$GO"
+	exec-run wait --timeout-ms "$WAIT_MS"
+	# witness: p1 acknowledged, x1 retained under the revoked session
+	open_session
+	exec-reconcile --prune-receipts 0s >/dev/null
+	exec-reconcile --export-evidence "$BATS_TEST_TMPDIR/evidence.jsonl" >/dev/null
+	[ "$(val "SELECT count(*) FROM run_records")" = 2 ]
+	# the loss, declared: the retention pass, every record old enough
+	sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE run_records SET recorded_at = recorded_at - 1000"
+	run exec-reconcile --prune-records 0s
+	assert_success
+	assert_output --regexp "^1 record dropped, 1 kept: not settled for good;"
+	run exec-inspect lookup p1 --session "$(current_session)"
+	assert_output --partial ABSENT                        # forgotten: the dispatcher never asks
+	run exec-inspect --json lookup x1 --session "$(current_session)"
+	assert_output --partial '"state":"finished"'
+	# declared action: the loop's rounds, while the dispatcher settles x1
+	wait_until 'round; settled x1'
+	round
+	[ "$(ran_txn p1)" = 1 ]
+	[ "$(ran_txn x1)" = 1 ]
+	[ "$(dstore "SELECT state IS NULL FROM settlements WHERE run_id = 'x1'")" = 1 ]   # kept, not re-queued
+	[ "$(dstore "SELECT count(*) FROM settlements WHERE run_id = 'p1'")" = 0 ]       # never asked about
+}
+
 @test "restored copy, same session (route a): the dispatcher has heard a higher start count; nothing starts from the copy" {
 	start_dispatcher
 	open_session
