@@ -79,6 +79,8 @@ round() {
 	crash handback-acked exec-session close
 	# witness: re-queued at the dispatcher, marked but not acknowledged here
 	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NULL")" = 2 ]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM handbacks"
+	assert_failure                                    # kept until the dispatcher re-queued them
 	[ "$(disp_count accepted)" = 0 ]
 	run exec-session report --json
 	assert_output --partial '"handed_back":{"acknowledged":0,"pending":2}'
@@ -97,8 +99,6 @@ round() {
 	assert_success
 	assert_output --partial "handed back 3 runs never started here"
 	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL AND requeued_as LIKE 'rq-%'")" = 3 ]
-	run sqlite3 "$EXEC_STATE_DIR/state.db" "DELETE FROM handbacks"
-	assert_failure                                    # kept: immutable evidence
 	open_session
 	run exec-session report --json
 	assert_output --partial '"handed_back":{"acknowledged":3,"pending":0}'
