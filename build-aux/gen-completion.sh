@@ -20,7 +20,7 @@
 #   columns (-o)      exec-inspect list KIND: the fields of record list_KIND
 #                     in doc/json.md (tests/json-doc.bats holds them to the
 #                     real output); exec-session show: show_columns[] of
-#                     cmd/exec-session.c
+#                     cmd/session-show.c
 #
 #   sh build-aux/gen-completion.sh SRCDIR > completions/execkit.bash
 #   sh build-aux/gen-completion.sh --zsh SRCDIR > completions/_execkit
@@ -242,7 +242,7 @@ columns() {
 		cols[cur] = cols[cur] (cols[cur] == "" ? "" : " ") f[2] }
 	END { for (k in cols) printf "_execkit_columns[\"exec-inspect list %s\"]=\"%s\"\n", k, cols[k] }' \
 		"$src/doc/json.md" | LC_ALL=C sort
-	awk '/show_columns\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' "$src/cmd/exec-session.c" |
+	awk '/show_columns\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' "$src/cmd/session-show.c" |
 		grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' |
 		sed 's/ $//; s/.*/_execkit_columns["exec-session show"]="&"/'
 	echo

@@ -1,6 +1,7 @@
 /*
- * exec-session — internal to cmd/exec-session.c and cmd/session-compact.c,
- * never included elsewhere: the compact command (session-compact.c).
+ * exec-session — internal to cmd/exec-session.c, cmd/session-compact.c and
+ * cmd/session-show.c, never included elsewhere: the compact and show
+ * commands.
  */
 #ifndef EK_EXEC_SESSION_H
 #define EK_EXEC_SESSION_H
@@ -12,5 +13,12 @@
 /* exec-session compact: give the state's free pages back (retention.h)
  * and say how much, as a line or a JSON record. */
 int session_compact(struct state *st, bool json, struct ek_err *e);
+
+/* exec-session show: what its options ask for. */
+struct session_show_opts {
+	int current, ids, json, wide;
+	const char *columns;         /* -o: the columns, or NULL: all */
+};
+int session_show(struct state *st, const struct session_show_opts *so, struct ek_err *e);
 
 #endif
