@@ -495,14 +495,16 @@ run_count_due_by(struct state *st, const struct binding *b, int64_t until, int64
 int
 run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT sup_pid, sup_start FROM runs WHERE "
-	    "incarnation = ?1 AND session_id = ?2 AND state = 'started'", e);
+	sqlite3_stmt *q = db_prep(&st->db, b ? "SELECT sup_pid, sup_start FROM runs WHERE "
+	    "incarnation = ?1 AND session_id = ?2 AND state = 'started'" :
+	    "SELECT sup_pid, sup_start FROM runs WHERE state = 'started'", e);
 	int rc;
 
 	if (!q)
 		return -1;
 	*n = 0;
-	db_bind_binding(q, 1, b);
+	if (b)
+		db_bind_binding(q, 1, b);
 	while ((rc = db_step(&st->db, q, e)) == 1)
 		if (proc_alive((pid_t)sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)))
 			(*n)++;

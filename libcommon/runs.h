@@ -116,7 +116,8 @@ int run_count_queued(struct state *st, const struct binding *b, int64_t *n, stru
 int run_count_due_by(struct state *st, const struct binding *b, int64_t until, int64_t *n,
     struct ek_err *e);
 
-/* Runs of b in state started whose supervisor is alive. */
+/* Runs of b (NULL: of any session) in state started whose supervisor is
+ * alive. */
 int run_count_live(struct state *st, const struct binding *b, int *n, struct ek_err *e);
 
 /* Settle started runs whose supervisor is gone: with a result, a run of the

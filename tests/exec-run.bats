@@ -637,6 +637,23 @@ gate() {
 	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
 }
 
+@test "exec-run wait waits for a supervisor whose session ended while its guest ran, with no current session left" {
+	start_dispatcher
+	open_session
+	submit_and_accept "$(gate g1)"
+	exec-run start >/dev/null
+	wait_until '[ "$(sql "SELECT count(*) FROM runs WHERE guest_pid > 0")" = 1 ]'
+	admin POST "/admin/sessions/$(current_session)/revoke" >/dev/null
+	run exec-session heartbeat                          # the revocation learned here
+	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 0 ]
+	run exec-run wait --timeout-ms 200
+	[ "$status" -eq 75 ] || fail "wait with its supervisor running: $status $output"
+	assert_output --partial "1 run still running"
+	touch "$BATS_TEST_TMPDIR/open-g1"
+	run exec-run wait --timeout-ms "$WAIT_MS"
+	assert_success
+}
+
 @test "nothing is started without a current session" {
 	start_dispatcher
 	open_session
