@@ -49,9 +49,11 @@ write_port_file(const char *path, unsigned port, struct ek_err *e)
 static const char USAGE[] =
 	"Usage: exec-dispatcher [OPTION]...\n"
 	"       exec-dispatcher [OPTION]... submit [--id ID] -- PROGRAM [ARG]...\n"
+	"       exec-dispatcher [OPTION]... backup COPY\n"
 	"Serve the execkit dispatcher protocol (doc/protocol.md) on 127.0.0.1,\n"
 	"with admin endpoints and fault injection for tests; or submit one run to\n"
-	"a dispatcher that runs (POST /admin/runs) and print its run id.\n"
+	"a dispatcher that runs (POST /admin/runs) and print its run id; or copy\n"
+	"the store, consistent while it serves, to COPY (a new file, mode 0600).\n"
 	"\n"
 	"      --port N          listen on port N (default 0: pick a free port);\n"
 	"                        submit: the dispatcher on 127.0.0.1:N\n"
@@ -101,12 +103,14 @@ static const char USAGE[] =
 	"\n"
 	"Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal (submit:\n"
 	"submitted, or submitted before with the same spec), 64 usage error,\n"
-	"65 damaged store (submit: the run was refused as invalid, or its id was\n"
-	"submitted before with another spec), 66 no --admin-token-file (submit: no\n"
-	"admin token or port file), 69 submit: the dispatcher is unreachable or\n"
+	"65 damaged store, or a backup copy beside a WAL not its own (submit: the\n"
+	"run was refused as invalid, or its id was submitted before with another\n"
+	"spec), 66 no --admin-token-file (submit: no admin token or port file;\n"
+	"backup: no store), 69 submit: the dispatcher is unreachable or\n"
 	"unavailable, 71 cannot listen, 73 cannot create the store, the admin token\n"
-	"or the port file, 74 write error, 76 submit: an unexpected answer, 78 a\n"
-	"store or token file others may read (submit: or the token was refused).\n";
+	"or the port file (backup: the copy), 74 write error, 76 submit: an\n"
+	"unexpected answer, 78 a store or token file others may read (submit: or\n"
+	"the token was refused).\n";
 
 enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
 	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
@@ -155,6 +159,7 @@ static const struct command {
 	const char *name;
 } commands[] = {
 	{ "submit" },
+	{ "backup" },
 };
 
 /* What submit was asked (dispatcher-submit.h). */
@@ -321,24 +326,40 @@ check_submit(int argc, char **argv)
 	return -1;
 }
 
-/* Parse argv into cfg, or into sub for submit (*submit set): -1 to go on,
- * else the exit code. */
+/* backup's operand: -1 to go on, else the exit code. */
 static int
-parse_args(int argc, char **argv, bool *submit)
+check_backup(int argc, char **argv, const char **copy)
 {
+	if (serve_only || submit_only)
+		return cli_usage_error(PROG, "--%s does not go with backup", serve_only ? serve_only :
+		    submit_only);
+	if (optind + 1 != argc || !argv[optind][0])
+		return cli_usage_error(PROG, "backup needs one COPY: the file to make");
+	*copy = argv[optind];
+	return -1;
+}
+
+/* Parse argv into cfg, or into sub for submit (*cmd "submit"), or the
+ * copy's name for backup (*cmd "backup"): -1 to go on, else the exit
+ * code. */
+static int
+parse_args(int argc, char **argv, const char **cmd, const char **copy)
+{
+	const struct command *c;
 	int rc;
 
 	opterr = 0;
 	if ((rc = parse_opts(argc, argv)) >= 0)
 		return rc;
 	if (optind < argc) {
-		if (!cli_find_command(argv[optind], CLI_TABLE(commands)))
+		if (!(c = cli_find_command(argv[optind], CLI_TABLE(commands))))
 			return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
 		optind++;
 		if ((rc = parse_opts(argc, argv)) >= 0)
 			return rc;
-		*submit = true;
-		return check_submit(argc, argv);
+		*cmd = c->name;
+		return strcmp(c->name, "backup") == 0 ? check_backup(argc, argv, copy) :
+		    check_submit(argc, argv);
 	}
 	if (submit_only)
 		return cli_usage_error(PROG, "--%s goes with submit", submit_only);
@@ -357,13 +378,21 @@ main(int argc, char **argv)
 	const struct timespec tick = { 1, 0 };   /* how often the settlement sweeps */
 	sigset_t sigs;
 	unsigned port;
-	bool submit = false;
+	const char *cmd = NULL, *copy = NULL;
 	int rc, sig;
 
-	if ((rc = parse_args(argc, argv, &submit)) >= 0)
+	if ((rc = parse_args(argc, argv, &cmd, &copy)) >= 0)
 		return cli_finish(PROG, rc);
-	if (submit)
+	if (cmd && strcmp(cmd, "submit") == 0)
 		return cli_finish(PROG, submit_run(PROG, &sub));
+	if (cmd) {   /* backup */
+		umask(077);
+		if (store_backup(dsp.cfg.store, copy, &e) < 0)
+			return ek_report(PROG, &e);
+		printf("%s: a copy of the store '%s', consistent, mode 0600 (it holds the runs' "
+		    "specs and the executors' keys)\n", copy, dsp.cfg.store);
+		return cli_finish(PROG, EK_OK);
+	}
 	/* Block the stop signals in every thread; main waits for them below. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);

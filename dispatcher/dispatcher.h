@@ -310,6 +310,10 @@ struct MHD_Daemon *http_start(struct ek_err *e);
 /* Open (creating if needed) the store at path, bring its schema up to
  * date and load its incarnation (want_inc for a new store). */
 int store_open(const char *path, const char *want_inc, struct ek_err *e);
+/* exec-dispatcher backup: a consistent copy of the store at path into to
+ * (a new 0600 file, rollback-journal mode: backup.h), while a dispatcher
+ * may be serving from it.  0, or -1 (e filled). */
+int store_backup(const char *path, const char *to, struct ek_err *e);
 void store_close(void);
 
 /* Prepare sql (a string literal) on the store and bind args by types

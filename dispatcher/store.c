@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "backup.h"
 #include "dispatcher.h"
 
 struct schema_step { const char *name; const char *sql; };
@@ -217,7 +218,15 @@ store_open(const char *path, const char *want_inc, struct ek_err *e)
 {
 	struct store *s = &dsp.store;
 
-	if (store_files_check(path, e) < 0 || db_open(&s->db, path, true, e) < 0)
+	if (store_files_check(path, e) < 0)
+		return -1;
+	if (db_wal_foreign(AT_FDCWD, path))
+		return ek_fail(e, EK_DATAERR, "'%s' is a copy in rollback-journal mode (exec-dispatcher "
+		    "backup) with a %s-wal beside it, which belongs to another database: replayed over "
+		    "the copy it would make a hybrid of both; nothing was opened.  To restore the copy, "
+		    "move %s-wal and %s-shm away (doc/recovery.md, \"Backup and restore\")", path, path,
+		    path, path);
+	if (db_open(&s->db, path, true, e) < 0)
 		return -1;
 	if (sqlite3_create_function(s->db.h, "dsp_now_ms", 0, SQLITE_UTF8, NULL, sql_now_ms,
 	    NULL, NULL) != SQLITE_OK) {
@@ -238,6 +247,28 @@ store_open(const char *path, const char *want_inc, struct ek_err *e)
 fail:
 	db_close(&s->db);
 	return -1;
+}
+
+int
+store_backup(const char *path, const char *to, struct ek_err *e)
+{
+	sqlite3 *src = NULL;
+	int rc;
+
+	if (store_files_check(path, e) < 0)
+		return -1;
+	/* the store as it is: never made, its schema never touched */
+	rc = sqlite3_open_v2(path, &src, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (rc != SQLITE_OK) {
+		ek_fail(e, rc == SQLITE_CANTOPEN ? EK_NOINPUT : EK_IOERR, "cannot open the store '%s': %s",
+		    path, src ? sqlite3_errmsg(src) : sqlite3_errstr(rc));
+		sqlite3_close(src);
+		return -1;
+	}
+	sqlite3_busy_timeout(src, 5000);
+	rc = db_backup_to(src, to, NULL, e);
+	sqlite3_close(src);
+	return rc;
 }
 
 void

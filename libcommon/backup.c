@@ -32,7 +32,7 @@ copy_pages(sqlite3 *dst, sqlite3 *src)
 	return rc;
 }
 
-/* Mark the copy, and make it one self-contained file. */
+/* Mark the copy as a state's backup (notice.h). */
 static int
 mark_copy(sqlite3 *dst)
 {
@@ -48,13 +48,11 @@ mark_copy(sqlite3 *dst)
 		rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(dst);
 	}
 	sqlite3_finalize(q);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
 	return rc;
 }
 
 int
-state_backup(struct state *st, const char *path, struct ek_err *e)
+db_backup_to(sqlite3 *src, const char *path, int (*mark)(sqlite3 *dst), struct ek_err *e)
 {
 	sqlite3 *dst = NULL;
 	int fd, rc;
@@ -65,9 +63,13 @@ state_backup(struct state *st, const char *path, struct ek_err *e)
 	close(fd);
 	rc = sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc == SQLITE_OK)
-		rc = copy_pages(dst, st->db.h);
+		rc = copy_pages(dst, src);
 	if (rc == SQLITE_DONE)
-		rc = mark_copy(dst);
+		rc = mark ? mark(dst) : SQLITE_OK;
+	/* one self-contained file, in rollback-journal mode: a WAL found
+	 * beside it later is another database's (db_wal_foreign()) */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		ek_fail(e, rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? EK_TEMPFAIL : EK_IOERR,
 		    "backup to '%s': %s", path, dst ? sqlite3_errmsg(dst) : sqlite3_errstr(rc));
@@ -86,6 +88,12 @@ state_backup(struct state *st, const char *path, struct ek_err *e)
 	}
 	close(fd);
 	return 0;
+}
+
+int
+state_backup(struct state *st, const char *path, struct ek_err *e)
+{
+	return db_backup_to(st->db.h, path, mark_copy, e);
 }
 
 int

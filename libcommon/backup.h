@@ -14,12 +14,22 @@
 #ifndef EK_BACKUP_H
 #define EK_BACKUP_H
 
+#include <stdbool.h>
+#include <sqlite3.h>
+
 #include "err.h"
 #include "state.h"
 
 /* Copy st's database to path (which must not exist) and mark the copy.
  * 0, or -1 (e filled; a partial copy is removed). */
 int state_backup(struct state *st, const char *path, struct ek_err *e);
+
+/* The same for any database (the dispatcher's store: exec-dispatcher
+ * backup): src copied into path, a new file of mode 0600, mark(dst) run
+ * on the copy (NULL: none), the copy left in rollback-journal mode (so
+ * that a WAL found beside it later is known as another's: db_wal_foreign())
+ * and synced.  0, or -1 (e filled; a partial copy is removed). */
+int db_backup_to(sqlite3 *src, const char *path, int (*mark)(sqlite3 *dst), struct ek_err *e);
 
 /* Is st a restored backup that no session has re-based yet (notice.h)?
  * 0 no; -1 yes or a read failure (e filled, EK_VERSION for a backup). */

@@ -505,3 +505,22 @@ db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n)
 
 	snprintf(buf, n, "%s", t ? (const char *)t : "");
 }
+
+bool
+db_wal_foreign(int dirfd, const char *name)
+{
+	unsigned char head[20];
+	char wal[4096];
+	struct stat sb;
+	bool rollback;
+	int fd;
+
+	if (snprintf(wal, sizeof wal, "%s-wal", name) >= (int)sizeof wal ||
+	    fstatat(dirfd, wal, &sb, AT_SYMLINK_NOFOLLOW) < 0 || sb.st_size == 0)
+		return false;
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return false;   /* the open says what it must */
+	rollback = read(fd, head, sizeof head) == (ssize_t)sizeof head && head[18] == 1 && head[19] == 1;
+	close(fd);
+	return rollback;
+}

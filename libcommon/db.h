@@ -208,4 +208,11 @@ int db_fail(struct db *db, struct ek_err *e, const char *context);
 /* Copy a text column (NULL → empty) into a caller buffer, truncating. */
 void db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n);
 
+/* Does the WAL beside database file name (in dirfd, or AT_FDCWD) belong
+ * to another database?  A file in rollback-journal mode (its header's
+ * bytes 18 and 19 are 1: a copy db_backup_to made) never had one, and
+ * SQLite would replay it over the copy and make a hybrid of the two:
+ * true when such a file has a non-empty NAME-wal beside it. */
+bool db_wal_foreign(int dirfd, const char *name);
+
 #endif

@@ -111,26 +111,13 @@ check_db_file(const struct state *st, bool create, struct ek_err *e)
 	return 0;
 }
 
-/* A database in rollback-journal mode (its header's bytes 18 and 19 are 1:
- * a backup copy, backup.c) never had the WAL that lies beside it: SQLite
- * would replay that WAL, another database's, over the copy, and make a
- * hybrid of the two.  Refused, both left as they are. */
+/* A backup copy restored beside the live state's WAL (db_wal_foreign()):
+ * refused, both left as they are. */
 static int
 check_wal_belongs(const struct state *st, struct ek_err *e)
 {
-	unsigned char head[20];
-	struct stat sb;
-	int fd;
-
-	if (fstatat(st->dir_fd, "state.db-wal", &sb, AT_SYMLINK_NOFOLLOW) < 0 || sb.st_size == 0)
+	if (!db_wal_foreign(st->dir_fd, "state.db"))
 		return 0;
-	if ((fd = openat(st->dir_fd, "state.db", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return 0;   /* check_db_file() said what it had to */
-	if (read(fd, head, sizeof head) != (ssize_t)sizeof head || head[18] != 1 || head[19] != 1) {
-		close(fd);
-		return 0;
-	}
-	close(fd);
 	return ek_fail(e, EK_DATAERR, "'%s' is a copy in rollback-journal mode (a backup) with a "
 	    "state.db-wal beside it, which belongs to another database: replayed over the copy it "
 	    "would make a hybrid of both; nothing was opened.  To restore the copy, move "

@@ -69,7 +69,7 @@ sorted() { LC_ALL=C sort; }
 	run complete_words exec-inspect list a
 	assert_output all
 	run complete_words exec-dispatcher ''
-	assert_output submit
+	assert_output "$(printf '%s\n' submit backup)"
 	run complete_words exec-dispatcher submit --cwd /u
 	assert_output --partial /usr
 	run complete_words exec-dispatcher submit --e

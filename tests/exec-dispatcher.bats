@@ -1498,6 +1498,38 @@ report_until_taken() {
 	[[ $(num max_inflight) == 0 && $(num max_rate) == 0 ]]   # no cap given
 }
 
+@test "backup: a consistent copy of the store while it serves; restored beside the live WAL it is refused, both untouched; with that WAL moved away it serves what the copy held" {
+	local d=$BATS_TEST_TMPDIR sums
+	submit b1
+	[[ $code == 200 ]]
+	run "$DISP_BIN" --store "$d/disp.db" backup "$d/copy.db"
+	assert_success
+	[ "$(stat -c %a "$d/copy.db")" = 600 ]
+	run "$DISP_BIN" --store "$d/disp.db" backup "$d/copy.db"
+	[ "$status" -eq 73 ]                                     # never over a file
+	run "$DISP_BIN" --store "$d/disp.db" --lease-ms 5 backup "$d/other.db"
+	[ "$status" -eq 64 ]
+	submit b2                                                # after the copy
+	[[ $code == 200 ]]
+	kill -KILL "$DISP_PID"                                    # its WAL stays
+	wait "$DISP_PID" || true
+	DISP_PID=
+	[ -s "$d/disp.db-wal" ]
+	cp "$d/copy.db" "$d/disp.db"                             # the restore, WAL left beside it
+	sums=$(sha256sum "$d/disp.db" "$d/disp.db-wal")
+	run timeout "$WAIT_S" "$DISP_BIN" --port 0 --store "$d/disp.db" --quiet
+	[ "$status" -eq 65 ] || fail "a store beside another's WAL: $status $output"
+	assert_output --partial "belongs to another database"
+	[ "$(sha256sum "$d/disp.db" "$d/disp.db-wal")" = "$sums" ]
+	mv "$d/disp.db-wal" "$d/disp.db-wal.other"
+	rm -f "$d/disp.db-shm"
+	start_dispatcher
+	api GET /admin/runs/b1
+	[[ $code == 200 ]]
+	api GET /admin/runs/b2
+	[[ $code == 404 ]]                                       # not in the copy
+}
+
 # dsubmit ARG...: exec-dispatcher submit to the test's dispatcher, found by
 # its port file, with the token beside its store.
 dsubmit() {
