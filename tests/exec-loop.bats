@@ -311,17 +311,17 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	start_dispatcher
 	mkdir -m 700 "$BATS_TEST_TMPDIR/real"
 	ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/link"
-	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/link"
+	run -"$EK_UNSAFE" exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/link"
 	assert_output --partial "a link, not a directory, or not ours"
 	run ! compgen -G "$BATS_TEST_TMPDIR/real/*"
 	mkdir -m 755 "$BATS_TEST_TMPDIR/open"
-	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/open"
+	run -"$EK_UNSAFE" exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/open"
 	assert_output --partial "mode 755 lets others in"
 	run ! compgen -G "$BATS_TEST_TMPDIR/open/*"
 }
 
 @test "a loop refused before its session leaves no state directory of its making behind" {
-	run -78 exec-loop --dispatcher "http://127.0.0.1:1" --guest-user no-such-user-here \
+	run -"$EK_UNSAFE" exec-loop --dispatcher "http://127.0.0.1:1" --guest-user no-such-user-here \
 		--state-dir "$BATS_TEST_TMPDIR/fresh/state"
 	assert_output --partial "no user 'no-such-user-here'"
 	[ ! -e "$BATS_TEST_TMPDIR/fresh/state" ]
