@@ -233,7 +233,9 @@ start_one(const char *run_id, void *arg)
 	if (!supspawn_await(ready[0], run_id, started, sizeof started))
 		return 0;
 	s->started++;
-	if (!s->o->wait && !s->o->json)
+	if (!s->o->wait && s->o->json)
+		json_emit(stdout, json_pack("{s:s, s:s}", "event", "started", "run_id", started));
+	else if (!s->o->wait)
 		printf("started %s\n", started);
 	return 0;
 }
