@@ -273,7 +273,9 @@ starter_prepare(struct starter *s, struct ek_err *e)
 		.slots = o->slots,
 		.isolation = s->sup.isolation, .guest_user = s->sup.guest_user ? s->sup.guest_user :
 		o->guest_user,
-		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
+		.require_isolation = o->require_isolation, .chain = o->chain,
+		/* lines on --log-fd join a log for people, --json or not */
+		.json = o->json && o->log_fd < 0,
 		.detached = !o->wait, .in = -1, .log = -1, .ended_fifo = o->ended_fifo };
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
 		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));

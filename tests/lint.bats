@@ -152,6 +152,110 @@ own_dispatchers() {
 	[ "${#lines[@]}" = 2 ]
 }
 
+# text_reads FILE: each call of an execkit tool in the loop script FILE
+# whose standard output it keeps (into a file of its work directory, or a
+# $(...)) without asking for machine output: --json (doc/json.md's line
+# form), --ids (one id a line) or --version.  A call whose text the loop
+# only logs says so on the line before: "# text: WHY".  Lines a trailing
+# backslash continues are one call.
+text_reads() {
+	awk '{
+		line = $0
+		while (line ~ /\\$/ && (getline more) > 0) line = substr(line, 1, length(line) - 1) more
+		if (line ~ /"\$bindir\/exec-[a-z]+"/ && (line ~ /(^|[ \t])>"\$work\// || line ~ /\$\("\$bindir/) &&
+		    line !~ / --(json|ids|version)( |$)/ && prev !~ /^[ \t]*# text: /)
+			print FILENAME ":" NR ": " line
+		prev = line
+	}' "$1"
+}
+
+@test "exec-loop reads no tool's text: machine output wherever it reads a tool's output" {
+	run text_reads "$SRC/cmd/exec-loop"
+	assert_output ''
+	# and the calls excused, whose text is logged as is, are these two
+	run grep -A1 '^[[:space:]]*# text: ' "$SRC/cmd/exec-loop"
+	[ "$(grep -c 'bindir/exec-' <<<"$output")" = 2 ]
+	assert_output --partial '"$bindir/exec-run" "${iso_opts[@]}" isolation >'
+	assert_output --partial '"$bindir/exec-session" open --dispatcher'
+}
+
+@test "the text-read lint finds what it must" {
+	local t=$BATS_TEST_TMPDIR/loop
+	cat >"$t" <<'LOOP'
+	logged "$bindir/exec-session" heartbeat >"$work/beat"
+	logged "$bindir/exec-session" heartbeat --json >"$work/beat"
+	logged "$bindir/exec-run" start --chain \
+		--slots 1 >"$work/started"
+	x=$("$bindir/exec-inspect" summary)
+	"$bindir/exec-run" wait 2>"$work/wait"
+	# text: logged as is
+	logged "$bindir/exec-session" open >"$work/open"
+	logged "$bindir/exec-reconcile" --output-cap 1 >/dev/null
+LOOP
+	run text_reads "$t"
+	assert_line --index 0 --partial "$t:1: "
+	assert_line --index 1 --partial "$t:4: "
+	assert_line --index 2 --partial "$t:5: "
+	[ "${#lines[@]}" = 3 ]
+}
+
+# muted_assertions FILE...: an assertion whose failure '|| true' (or
+# '|| :') swallows: a test, an assert_/refute_ helper or grep -q, then
+# nothing but the mute.
+muted_assertions() {
+	grep -nE '^[[:space:]]*(\[\[? [^|]*|assert_[a-z_]*[^|]*|refute_[a-z_]*[^|]*|grep -q[^|]*)\|\|[[:space:]]*(true|:)[[:space:]]*$' "$@" || true
+}
+
+@test "no test mutes an assertion with '|| true'" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run muted_assertions $files
+	assert_output ''
+}
+
+@test "the muted-assertion lint finds what it must" {
+	printf '\t[ "$(x)" = 1 ] || true\n\tassert_output --partial y || :\n\tgrep -q z f || true\n\t[ -z "$p" ] || kill "$p" || true\n\tgrep -c z f || true\n' >"$BATS_TEST_TMPDIR/t.bats"
+	run muted_assertions "$BATS_TEST_TMPDIR/t.bats"
+	assert_line --index 0 --partial '1:'
+	assert_line --index 1 --partial '2:'
+	assert_line --index 2 --partial '3:'
+	[ "${#lines[@]}" = 3 ]
+}
+
+# unused_make_vars MAKEFILE_AM FILE...: each Makefile variable the test
+# FILEs read (make_var NAME) that the build does not use: Makefile.am
+# refers to it ($(NAME), ${NAME}, @NAME@, "if NAME"), or it is one automake
+# acts on (a _MANS, _PROGRAMS, _SCRIPTS or _DATA list, a _LOG_COMPILER) or
+# an installation directory (...dir).  A test of a variable nothing uses
+# checks nothing.
+unused_make_vars() {
+	local am=$1 name
+	shift
+	grep -ohE 'make_var [A-Za-z_][A-Za-z0-9_]*' "$@" | sort -u | while read -r _ name; do
+		case $name in
+		NAME | *dir | *_MANS | *_PROGRAMS | *_SCRIPTS | *_DATA | *_LOG_COMPILER) continue ;;
+		esac
+		grep -qE "[\$][({]${name}[)}]|@${name}@|^if ${name}\$" "$am" || echo "$name"
+	done
+}
+
+@test "every Makefile variable a test reads is one the build uses" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run unused_make_vars "$SRC/Makefile.am" $files
+	assert_output ''
+}
+
+@test "the unused-variable lint finds what it must" {
+	local t=$BATS_TEST_TMPDIR
+	printf 'USED = a\nUNUSED = b\nx_MANS = c\nif COND\nendif\nall: ; echo $(USED)\n' >"$t/Makefile.am"
+	printf '\tmake_var %s\n' USED UNUSED x_MANS COND >"$t/t.bats"
+	run unused_make_vars "$t/Makefile.am" "$t/t.bats"
+	assert_output UNUSED
+}
+
 @test "every shell script passes shellcheck" {
 	cd "$SRC"
 	run shellcheck -S warning cmd/exec-loop scripts/*.sh bench/*.sh build-aux/gen-completion.sh \
