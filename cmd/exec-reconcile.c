@@ -281,9 +281,10 @@ reconcile(struct state *st, const struct opts *o, struct ek_err *e)
 		delivered += p.delivered;
 		refused += p.refused;
 		if (o->json)
-			json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b}", "event", "reconcile_pass",
-			    "pass", passes, "selected", p.n, "delivered", p.delivered, "refused", p.refused,
-			    "waiting", p.waiting, "session_over", p.session_over));
+			json_emit(stdout, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b, s:I}", "event",
+			    "reconcile_pass", "pass", passes, "selected", p.n, "delivered", p.delivered,
+			    "refused", p.refused, "waiting", p.waiting, "session_over", p.session_over,
+			    "hold_ms", (json_int_t)hold_left(st)));
 		show_progress(st, &s.b, &pg, passes, delivered, refused, p.waiting);
 	} while (drain_goes_on(st, o, &p, deadline));
 	progress_end(&pg);

@@ -233,7 +233,9 @@ start_one(const char *run_id, void *arg)
 	if (!supspawn_await(ready[0], run_id, started, sizeof started))
 		return 0;
 	s->started++;
-	if (!s->o->wait && !s->o->json)
+	if (!s->o->wait && s->o->json)
+		json_emit(stdout, json_pack("{s:s, s:s}", "event", "started", "run_id", started));
+	else if (!s->o->wait)
 		printf("started %s\n", started);
 	return 0;
 }
@@ -271,7 +273,9 @@ starter_prepare(struct starter *s, struct ek_err *e)
 		.slots = o->slots,
 		.isolation = s->sup.isolation, .guest_user = s->sup.guest_user ? s->sup.guest_user :
 		o->guest_user,
-		.require_isolation = o->require_isolation, .json = o->json, .chain = o->chain,
+		.require_isolation = o->require_isolation, .chain = o->chain,
+		/* lines on --log-fd join a log for people, --json or not */
+		.json = o->json && o->log_fd < 0,
 		.detached = !o->wait, .in = -1, .log = -1, .ended_fifo = o->ended_fifo };
 	if (setenv("EXEC_STATE_DIR", s->st->dir, 1) < 0)
 		return ek_fail(e, EK_OSERR, "setenv: %s", strerror(errno));

@@ -318,8 +318,8 @@ record_beat(struct state *st, const struct session *s, int64_t deadline, struct 
 }
 
 /* Say how the dispatcher said s is over: "over STATUS" (exec-loop reads
- * it: "unknown", a dispatcher that lost its store, calls for a new
- * session; the others stop the loop). */
+ * the record's status: "unknown", a dispatcher that lost its store, calls
+ * for a new session; the others stop the loop). */
 static void
 say_over(const struct opts *o, const struct session *s)
 {
@@ -367,7 +367,7 @@ cmd_heartbeat(struct state *st, const struct opts *o, struct ek_err *e)
 		    "session_id", s.b.session_id, "status", "current", "reconcile_due", due,
 		    "deliverable", (json_int_t)n, "hold_ms", (json_int_t)hold, "inspect_due", pending > 0,
 		    "inspections_pending", (json_int_t)pending));
-	else if (due && hold > 0)   /* exec-loop reads these words */
+	else if (due && hold > 0)   /* for people: exec-loop reads the record */
 		printf("reconcile-due hold-ms=%lld%s\n", (long long)hold, pending > 0 ? " inspect-due" : "");
 	else
 		printf("%s%s\n", due ? "reconcile-due" : "current", pending > 0 ? " inspect-due" : "");

@@ -19,7 +19,8 @@
  * leaves it as it is: the limit held nothing back, so the latency says
  * nothing about it (a slow sync at one request in flight is no reason to
  * admit fewer; a fast one, no reason to let the next burst through
- * unmeasured).
+ * unmeasured).  A window holds the samples of its own 100 ms: the first
+ * sample after it closes it, and goes to the next.
  *
  * The limit starts at LIMIT_START.  --gate off keeps it at LIMIT_MAX, the
  * caps (--max-inflight, --max-rate) apart.
@@ -126,12 +127,19 @@ gate_sample(int64_t rtt_us, int64_t in_flight)
 
 	pthread_mutex_lock(&g.mu);
 	gate_init(now);
+	/* A window is the samples of its own 100 ms: a sample that comes
+	 * after it closes it first, and opens the next.  Closed with that
+	 * sample in it, a window left open across a quiet spell took in a
+	 * sample of another load (a slowed store's first, beside the fast
+	 * ones of before: their median said "fast", and the limit grew). */
+	if (g.n > 0 && now - g.window_start_ms >= WINDOW_MS)
+		gate_update(now);
 	if (g.n < WINDOW_SAMPLES)
 		g.samples[g.n] = rtt_us;
 	g.n++;
 	if (in_flight > g.busiest)
 		g.busiest = in_flight;
-	if (now - g.window_start_ms >= WINDOW_MS)
+	if (now - g.window_start_ms >= WINDOW_MS)   /* the first sample since the start */
 		gate_update(now);
 	pthread_mutex_unlock(&g.mu);
 }

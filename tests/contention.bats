@@ -136,26 +136,13 @@ exported_ids() {
 	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = "$n" ]
 }
 
-# evidence N: N results this session can never deliver, half refused, half
-# orphaned (bound to an old session), straight into the state.
-evidence() {
-	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
-INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
-SELECT 'x' || i, 't', CASE WHEN i % 2 THEN 'inc-old' ELSE (SELECT incarnation FROM sessions WHERE status='current') END,
-       CASE WHEN i % 2 THEN 'ses-old' ELSE (SELECT session_id FROM sessions WHERE status='current') END, '{}', 'r', 0 FROM n;
-INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body, refused, refused_cause)
-SELECT run_id, incarnation, session_id, 'exited', 0, 'm', 0, x'7b7d', session_id <> 'ses-old', 'unknown_run' FROM accepts WHERE run_id LIKE 'x%';
-SQL
-}
-
 @test "--export-evidence works in chunks: a kill between them leaves every row in the file or in the state" {
 	start_dispatcher
 	open_session
 	local n=2500 one=$BATS_TEST_TMPDIR/one.jsonl two=$BATS_TEST_TMPDIR/two.jsonl
 	[ "$EVIDENCE_CHUNK_ROWS" -gt 0 ]
 	[ "$EVIDENCE_CHUNK_ROWS" -lt "$n" ]
-	evidence "$n"
+	seed_undeliverable "$n"
 	sql "SELECT run_id FROM results ORDER BY run_id" >"$BATS_TEST_TMPDIR/all"
 	EXEC_CRASH_AT=export-chunk run exec-reconcile --export-evidence "$one"
 	[ "$status" -eq 137 ] || fail "status $status: $output"

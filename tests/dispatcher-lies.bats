@@ -100,14 +100,11 @@ negotiation() {
 @test "the dispatcher's request log never shows a client's escape sequences raw" {
 	local dir=$BATS_TEST_TMPDIR/d
 	mkdir "$dir"
-	exec-dispatcher --port 0 --port-file "$dir/port" --store "$dir/disp.db" 2>"$dir/log" 3>&- &
-	local pid=$!
-	wait_until '[ -s "$dir/port" ] || ! kill -0 '"$pid"
-	curl -sS --max-time "$WAIT_S" -o /dev/null "http://127.0.0.1:$(cat "$dir/port")/x%1B%5D0%3Bpwned%07%C2%9B2J" || true
-	kill -TERM "$pid"
-	wait "$pid" || true
-	grep -q 'pwned' "$dir/log"
-	no_controls "$dir/log" || fail "$(od -c "$dir/log" | head)"
+	start_dispatcher_in "$dir"
+	curl -sS --max-time "$WAIT_S" -o /dev/null "$DISP_URL/x%1B%5D0%3Bpwned%07%C2%9B2J" || true
+	stop_dispatcher
+	grep -q 'pwned' "$dir/disp.log"
+	no_controls "$dir/disp.log" || fail "$(od -c "$dir/disp.log" | head)"
 }
 
 @test "the sanitizer keeps valid UTF-8 and replaces C0, C1, DEL and broken bytes" {

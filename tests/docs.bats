@@ -92,6 +92,23 @@ SECTIONS=("NAME" "SYNOPSIS" "DESCRIPTION" "OPTIONS" "EXIT STATUS" "ENVIRONMENT" 
 	done
 }
 
+@test "make check runs the bats configure found, and says first when there was none" {
+	[ "$(make_var BATS_LOG_COMPILER)" = "$(make_var BATS)" ]
+	[ "$(make_var BATS)" != no ]
+	# every test log waits for the check (make's database: its prerequisites)
+	run bash -c 'make -C "$1" -pq nothing 2>/dev/null | grep -E "^tests/(lint|exec-loop)\.log:"' _ "$BUILD"
+	[ "${#lines[@]}" = 2 ]
+	assert_line --index 0 --regexp ': .*\bcheck-bats\b'
+	assert_line --index 1 --regexp ': .*\bcheck-bats\b'
+	run make -s -C "$BUILD" check-bats BATS=no
+	assert_failure
+	assert_output --partial "make check: bats was not found when configure ran"
+	run make -s -C "$BUILD" check-bats
+	assert_success
+	run grep -E '^AC_PATH_PROG\(\[BATS\], \[bats\]' "$SRC/configure.ac"
+	assert_success
+}
+
 @test "every page is installed: man_MANS lists each, and only those" {
 	local page installed
 	installed=$(make_var man_MANS)

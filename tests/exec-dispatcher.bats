@@ -3,58 +3,17 @@
 # Every request is bounded (--max-time), every wait loop is bounded, ports
 # are chosen by the dispatcher (--port 0), and it listens on 127.0.0.1 only.
 
-if [[ -f $BATS_TEST_DIRNAME/helpers.bash ]]; then
-	load helpers
-fi
+load helpers
 
-DISP_BIN=${EXECKIT_BUILDDIR:-$BATS_TEST_DIRNAME/..}/exec-dispatcher
 XID=0123456789abcdef0123456789abcdef
 XID2=fedcba9876543210fedcba9876543210
-
-# disp_start DIR [OPTION...]: start a dispatcher with its store and port
-# file in DIR; set DISP_URL and DISP_PID.  Waits (bounded) for the port.
-disp_start() {
-	local dir=$1
-	shift
-	rm -f "$dir/port"
-	"$DISP_BIN" --port 0 --port-file "$dir/port" --store "$dir/disp.db" "$@" \
-		2>>"$dir/disp.log" &
-	DISP_PID=$!
-	wait_until '[[ -s $dir/port ]] || ! kill -0 "$DISP_PID" 2>/dev/null'
-	[[ -s $dir/port ]] || { echo "dispatcher did not start" >&2; return 1; }
-	DISP_URL=http://127.0.0.1:$(<"$dir/port")
-	export EXEC_ADMIN_TOKEN_FILE=$dir/disp.db.admin-token   # made at its first start
-	! declare -F enroll_executors >/dev/null || enroll_executors
-}
-
-# disp_stop: SIGTERM the dispatcher and require exit status 0.
-disp_stop() {
-	[[ -n ${DISP_PID-} ]] || return 0
-	kill -TERM "$DISP_PID" 2>/dev/null || true
-	wait "$DISP_PID"
-	local rc=$?
-	DISP_PID=
-	return "$rc"
-}
-
-# LOCAL FALLBACK: tests/helpers.bash is expected to provide these two; the
-# definitions below are used only until it does (same contract: background
-# dispatcher with --store $BATS_TEST_TMPDIR/disp.db --quiet, $DISP_URL, $DISP_PID).
-if ! declare -F start_dispatcher >/dev/null; then
-	start_dispatcher() { disp_start "$BATS_TEST_TMPDIR" --quiet "$@"; }
-	stop_dispatcher() { disp_stop; }
-fi
 
 setup() {
 	start_dispatcher
 }
 
 teardown() {
-	if declare -F common_teardown >/dev/null; then
-		common_teardown
-	else
-		stop_dispatcher || true
-	fi
+	common_teardown
 	if [[ -n ${OTHER_PID-} ]]; then
 		kill -TERM "$OTHER_PID" 2>/dev/null || true
 		wait "$OTHER_PID" 2>/dev/null || true
@@ -138,26 +97,26 @@ take() {
 }
 
 @test "--help, --version and an unknown option" {
-	run "$DISP_BIN" --help
+	run exec-dispatcher --help
 	[[ $status -eq 0 && $output == *"Usage: exec-dispatcher"* && $output == *--port-file* ]]
-	run "$DISP_BIN" -h
+	run exec-dispatcher -h
 	[[ $status -eq 0 ]]
-	run "$DISP_BIN" --version
+	run exec-dispatcher --version
 	[[ $status -eq 0 && $output == "exec-dispatcher (execkit) "* ]]
-	run "$DISP_BIN" --no-such-option
-	[[ $status -eq 64 && $output == *"Try 'exec-dispatcher --help'"* ]]
-	run "$DISP_BIN" --port 70000
-	[[ $status -eq 64 ]]
-	run "$DISP_BIN" --incarnation bogus
-	[[ $status -eq 64 ]]
-	run "$DISP_BIN" --gate bogus
-	[[ $status -eq 64 && $output == *"--gate: 'bogus' is not adaptive or off"* ]]
+	run exec-dispatcher --no-such-option
+	[[ $status -eq $EK_USAGE && $output == *"Try 'exec-dispatcher --help'"* ]]
+	run exec-dispatcher --port 70000
+	[[ $status -eq $EK_USAGE ]]
+	run exec-dispatcher --incarnation bogus
+	[[ $status -eq $EK_USAGE ]]
+	run exec-dispatcher --gate bogus
+	[[ $status -eq $EK_USAGE && $output == *"--gate: 'bogus' is not adaptive or off"* ]]
 }
 
 @test "--port 0 gives two instances distinct ports on 127.0.0.1" {
 	mkdir "$BATS_TEST_TMPDIR/b"
 	local first=$DISP_URL first_pid=$DISP_PID
-	disp_start "$BATS_TEST_TMPDIR/b" --quiet
+	start_dispatcher_in "$BATS_TEST_TMPDIR/b" --quiet
 	OTHER_PID=$DISP_PID
 	DISP_PID=$first_pid
 	[[ $DISP_URL != "$first" && $DISP_URL == http://127.0.0.1:* ]]
@@ -168,7 +127,8 @@ take() {
 	run ! grep -q "^ *[0-9]*: 00000000:$hex 00000000:0000 0A" /proc/net/tcp
 	api GET /admin/summary
 	[[ $code == 200 ]]
-	DISP_URL=$first EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/disp.db.admin-token
+	DISP_URL=$first
+	export EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/disp.db.admin-token
 	api GET /admin/summary
 	[[ $code == 200 ]]
 }
@@ -177,7 +137,7 @@ take() {
 # shared start_dispatcher may set a longer lease).
 default_dispatcher() {
 	stop_dispatcher
-	disp_start "$BATS_TEST_TMPDIR" --quiet
+	start_dispatcher_in "$BATS_TEST_TMPDIR" --quiet
 }
 
 @test "negotiation answers the protocol's identities" {
@@ -268,7 +228,7 @@ default_dispatcher() {
 
 @test "a lease that runs out makes the session expired" {
 	stop_dispatcher
-	disp_start "$BATS_TEST_TMPDIR" --quiet --lease-ms 1500
+	start_dispatcher_in "$BATS_TEST_TMPDIR" --quiet --lease-ms 1500
 	negotiate
 	[[ $(num lease_ms) == 1500 ]]
 	# (a loaded machine may let the lease run out before the first heartbeat:
@@ -583,7 +543,7 @@ default_dispatcher() {
 	local bg=$!
 	wait_until 'api GET /admin/runs/r1; [[ $(num max_in_flight) == 1 ]]'
 	local t0=$SECONDS
-	disp_stop
+	stop_dispatcher_ok
 	[[ $((SECONDS - t0)) -lt $WAIT_S ]]
 	wait "$bg" || true
 }
@@ -605,7 +565,7 @@ default_dispatcher() {
 	negotiate
 	take r1
 	stop_dispatcher
-	disp_start "$BATS_TEST_TMPDIR" --quiet --incarnation inc-0000000000000001
+	start_dispatcher_in "$BATS_TEST_TMPDIR" --quiet --incarnation inc-0000000000000001
 	api GET /admin/summary
 	[[ $(field incarnation) == "$INC" ]]
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
@@ -617,7 +577,7 @@ default_dispatcher() {
 @test "--incarnation names a new store" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/n"
-	disp_start "$BATS_TEST_TMPDIR/n" --quiet --incarnation inc-00000000000000ab
+	start_dispatcher_in "$BATS_TEST_TMPDIR/n" --quiet --incarnation inc-00000000000000ab
 	api GET /admin/summary
 	[[ $(field incarnation) == inc-00000000000000ab ]]
 }
@@ -625,7 +585,7 @@ default_dispatcher() {
 @test "the request log never shows the credential nor a client token; the store keeps their hashes" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/l"
-	disp_start "$BATS_TEST_TMPDIR/l"
+	start_dispatcher_in "$BATS_TEST_TMPDIR/l"
 	negotiate
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 ]]
@@ -640,7 +600,7 @@ default_dispatcher() {
 	[[ $code == 200 ]]
 	api POST /v1/inspections "{\"run_id\":\"r1\",\"session_id\":\"$SID\"}" "${token}0"
 	[[ $code == 401 ]]
-	disp_stop
+	stop_dispatcher_ok
 	grep -q "listening on 127.0.0.1:" "$BATS_TEST_TMPDIR/l/disp.log"
 	grep -q "POST /v1/sessions/$SID/heartbeat 200" "$BATS_TEST_TMPDIR/l/disp.log"
 	grep -q "POST /v1/inspections 202" "$BATS_TEST_TMPDIR/l/disp.log"
@@ -671,7 +631,7 @@ default_dispatcher() {
 @test "the gate: past --max-inflight a result gets 429 with Retry-After, a heartbeat never; stats count it" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/g"
-	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 7
+	start_dispatcher_in "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 7
 	negotiate
 	take r1 r2
 	# one report held in flight, so the gate is full
@@ -716,7 +676,7 @@ feed_wait() {
 @test "the work feed's wait_ms: an empty feed waits, answers the moment work is submitted, and is not in flight meanwhile" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/w"
-	disp_start "$BATS_TEST_TMPDIR/w" --quiet --max-inflight 1
+	start_dispatcher_in "$BATS_TEST_TMPDIR/w" --quiet --max-inflight 1
 	negotiate
 	local t0=$SECONDS
 	feed_wait 30000
@@ -787,7 +747,7 @@ feed_wait() {
 gated_flood() {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/g"
-	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after "$2"
+	start_dispatcher_in "$BATS_TEST_TMPDIR/g" --quiet --max-rate 1 --retry-after "$2"
 	negotiate
 	take r1
 	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
@@ -825,7 +785,7 @@ gated_flood() {
 # WAIT_MS, and r1's result sent N times at once; the statuses in codes.
 paced_flood() {
 	mkdir "$BATS_TEST_TMPDIR/p"
-	disp_start "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms "$2"
+	start_dispatcher_in "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms "$2"
 	negotiate
 	take r1
 	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
@@ -856,7 +816,7 @@ paced_flood() {
 
 @test "the gate: a paced request whose client gives up is not served, and its turn goes back to the bucket" {
 	mkdir "$BATS_TEST_TMPDIR/p"
-	disp_start "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms 10000
+	start_dispatcher_in "$BATS_TEST_TMPDIR/p" --quiet --max-rate 1 --rate-wait-ms 10000
 	negotiate
 	take r1
 	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
@@ -877,16 +837,16 @@ paced_flood() {
 }
 
 @test "--rate-wait-ms takes 0 to 10000" {
-	run "$DISP_BIN" --rate-wait-ms 10001
-	[[ $status -eq 64 && $output == *"--rate-wait-ms: '10001' is not a number of milliseconds from 0 to 10000"* ]]
-	run "$DISP_BIN" --rate-wait-ms x
-	[[ $status -eq 64 ]]
+	run exec-dispatcher --rate-wait-ms 10001
+	[[ $status -eq $EK_USAGE && $output == *"--rate-wait-ms: '10001' is not a number of milliseconds from 0 to 10000"* ]]
+	run exec-dispatcher --rate-wait-ms x
+	[[ $status -eq $EK_USAGE ]]
 }
 
 @test "the adaptive gate's Retry-After follows what it takes through, not a window's count: a fast dispatcher sends a refused fleet away for a second or two; a session's close is never refused" {
 	stop_dispatcher
 	mkdir "$BATS_TEST_TMPDIR/g"
-	disp_start "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 1
+	start_dispatcher_in "$BATS_TEST_TMPDIR/g" --quiet --max-inflight 1 --retry-after 1
 	negotiate
 	local i
 	take $(seq -f 'a%g' 12)
@@ -931,10 +891,10 @@ paced_flood() {
 }
 
 @test "--max-rate takes 0 to 1000000" {
-	run "$DISP_BIN" --max-rate x
-	[[ $status -eq 64 && $output == *"--max-rate: 'x' is not a number from 0 to 1000000"* ]]
-	run "$DISP_BIN" --max-rate -1
-	[[ $status -eq 64 ]]
+	run exec-dispatcher --max-rate x
+	[[ $status -eq $EK_USAGE && $output == *"--max-rate: 'x' is not a number from 0 to 1000000"* ]]
+	run exec-dispatcher --max-rate -1
+	[[ $status -eq $EK_USAGE ]]
 }
 
 @test "a 503 or 429 fault with delay_ms carries Retry-After" {
@@ -1261,10 +1221,10 @@ reply() {
 	negotiate
 	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
 	[[ $code == 200 && $(num inspections_pending) == 0 ]]
-	run "$DISP_BIN" --settle-after-ms -1
-	[[ $status -eq 64 ]]
-	run "$DISP_BIN" --abandon-after-ms 0
-	[[ $status -eq 64 ]]
+	run exec-dispatcher --settle-after-ms -1
+	[[ $status -eq $EK_USAGE ]]
+	run exec-dispatcher --abandon-after-ms 0
+	[[ $status -eq $EK_USAGE ]]
 }
 
 @test "abandonment: runs no answer settled --abandon-after-ms after their session ended are abandoned, never re-run" {
@@ -1502,13 +1462,13 @@ report_until_taken() {
 	local d=$BATS_TEST_TMPDIR sums
 	submit b1
 	[[ $code == 200 ]]
-	run "$DISP_BIN" --store "$d/disp.db" backup "$d/copy.db"
+	run exec-dispatcher --store "$d/disp.db" backup "$d/copy.db"
 	assert_success
 	[ "$(stat -c %a "$d/copy.db")" = 600 ]
-	run "$DISP_BIN" --store "$d/disp.db" backup "$d/copy.db"
-	[ "$status" -eq 73 ]                                     # never over a file
-	run "$DISP_BIN" --store "$d/disp.db" --lease-ms 5 backup "$d/other.db"
-	[ "$status" -eq 64 ]
+	run exec-dispatcher --store "$d/disp.db" backup "$d/copy.db"
+	[ "$status" -eq "$EK_CANTCREAT" ]                       # never over a file
+	run exec-dispatcher --store "$d/disp.db" --lease-ms 5 backup "$d/other.db"
+	[ "$status" -eq "$EK_USAGE" ]
 	submit b2                                                # after the copy
 	[[ $code == 200 ]]
 	kill -KILL "$DISP_PID"                                    # its WAL stays
@@ -1517,8 +1477,8 @@ report_until_taken() {
 	[ -s "$d/disp.db-wal" ]
 	cp "$d/copy.db" "$d/disp.db"                             # the restore, WAL left beside it
 	sums=$(sha256sum "$d/disp.db" "$d/disp.db-wal")
-	run timeout "$WAIT_S" "$DISP_BIN" --port 0 --store "$d/disp.db" --quiet
-	[ "$status" -eq 65 ] || fail "a store beside another's WAL: $status $output"
+	run timeout "$WAIT_S" exec-dispatcher --port 0 --store "$d/disp.db" --quiet
+	[ "$status" -eq "$EK_DATAERR" ] || fail "a store beside another's WAL: $status $output"
 	assert_output --partial "belongs to another database"
 	[ "$(sha256sum "$d/disp.db" "$d/disp.db-wal")" = "$sums" ]
 	mv "$d/disp.db-wal" "$d/disp.db-wal.other"

@@ -44,6 +44,35 @@ stop_loop() {
 	wait "$LOOP_PID"
 }
 
+# loop_readers: the loop's JSON field readers (jfield, jcount, jtext),
+# taken from cmd/exec-loop as they are, into this shell.
+loop_readers() {
+	local f=$BATS_TEST_TMPDIR/readers.bash
+	sed -n '/^jfield() {/,/^}/p; /^jcount() {/,/^}/p; /^jtext() {/,/^}/p' "$SRC/cmd/exec-loop" >"$f"
+	[ "$(grep -c '^}' "$f")" = 3 ] || fail "cmd/exec-loop: jfield, jcount or jtext not found"
+	# shellcheck disable=SC1090
+	source "$f"
+}
+
+@test "the loop reads a record's fields by key, and a string's escapes: control characters become '?'" {
+	loop_readers
+	local v rec LC_ALL=C.UTF-8   # (in the C locale, é stays \u00E9: ASCII, safe too)
+	rec=$(printf '%s' '{"event":"reconcile_result","run_id":"a1","status":"failed","attempts":12,' \
+		'"detail":"a \"q\" \\n\u001B]0;x\u0007 \u009B\u202E ,\"attempts\":9, \u00E9\ud83d\ude00 end","n":null}')
+	jfield v "$rec" detail
+	assert_equal "$v" 'a "q" \n?]0;x? ?? ,"attempts":9, é😀 end'
+	jfield v "$rec" attempts
+	assert_equal "$v" 12
+	jcount v "$rec" hold_ms
+	assert_equal "$v" 0
+	jfield v "$rec" n
+	assert_equal "$v" null
+	run ! jfield v "$rec" hold_ms
+	# a key is a key only where one begins: not inside a string
+	jcount v '{"detail":"x,\"hold_ms\":5","hold_ms":0}' hold_ms
+	assert_equal "$v" 0
+}
+
 @test "work flows from the dispatcher through the loop and back; TERM stops it cleanly" {
 	start_dispatcher
 	body=$(for i in $(seq 1 12); do spec "w$i" /bin/sh "[\"-c\",\"exit $((i % 3))\"]"; done | paste -sd, -)
@@ -311,17 +340,17 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	start_dispatcher
 	mkdir -m 700 "$BATS_TEST_TMPDIR/real"
 	ln -s "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/link"
-	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/link"
+	run -"$EK_UNSAFE" exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/link"
 	assert_output --partial "a link, not a directory, or not ours"
 	run ! compgen -G "$BATS_TEST_TMPDIR/real/*"
 	mkdir -m 755 "$BATS_TEST_TMPDIR/open"
-	run -78 exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/open"
+	run -"$EK_UNSAFE" exec-loop --dispatcher "$DISP_URL" --state-dir "$BATS_TEST_TMPDIR/open"
 	assert_output --partial "mode 755 lets others in"
 	run ! compgen -G "$BATS_TEST_TMPDIR/open/*"
 }
 
 @test "a loop refused before its session leaves no state directory of its making behind" {
-	run -78 exec-loop --dispatcher "http://127.0.0.1:1" --guest-user no-such-user-here \
+	run -"$EK_UNSAFE" exec-loop --dispatcher "http://127.0.0.1:1" --guest-user no-such-user-here \
 		--state-dir "$BATS_TEST_TMPDIR/fresh/state"
 	assert_output --partial "no user 'no-such-user-here'"
 	[ ! -e "$BATS_TEST_TMPDIR/fresh/state" ]

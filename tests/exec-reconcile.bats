@@ -15,18 +15,6 @@ retain_many() {
 	admin DELETE /admin/faults >/dev/null
 }
 
-# Bulk rows that a pass must skip: refused ones and ones of an old session.
-crowd() {
-	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
-INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
-SELECT 'x' || i, 't', CASE WHEN i % 2 THEN 'inc-old' ELSE (SELECT incarnation FROM sessions WHERE status='current') END,
-       CASE WHEN i % 2 THEN 'ses-old' ELSE (SELECT session_id FROM sessions WHERE status='current') END, '{}', 'r', 0 FROM n;
-INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body, refused, refused_cause)
-SELECT run_id, incarnation, session_id, 'exited', 0, 'm', 0, x'7b7d', session_id <> 'ses-old', 'unknown_run' FROM accepts WHERE run_id LIKE 'x%';
-SQL
-}
-
 # kept_one_attempt_more ATTEMPTS: all 5 results of retain_many are still
 # retained, with exactly one attempt more than ATTEMPTS among them (the one
 # sent), and no claim is left behind.
@@ -40,7 +28,7 @@ kept_one_attempt_more() {
 	start_dispatcher
 	open_session
 	retain_many 40
-	crowd 20000
+	seed_undeliverable 20000
 	[ "$(sql "SELECT count(*) FROM results WHERE refused=0 AND session_id='ses-old'")" = 10000 ]
 	[ "$(sql "SELECT count(*) FROM results WHERE refused=1")" = 10000 ]
 	[ "$(exec-session heartbeat)" = reconcile-due ]
@@ -187,7 +175,7 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 	start_dispatcher
 	open_session
 	retain_many 3
-	crowd 10
+	seed_undeliverable 10
 	spec u1 | exec-accept >/dev/null
 	run exec-run start --wait                   # u1 is refused: unknown_run
 	[ "$status" -eq "$EK_PROTOCOL" ]
@@ -238,14 +226,10 @@ pass_ids() { sed -n 's/.*"event":"reconcile_result","run_id":"\([^"]*\)".*/\1/p'
 }
 
 # nginx on loopback in front of the dispatcher: its 502 and 504 are transient.
-# Its port is one the kernel just handed a throwaway exec-dispatcher.
+# Its port is one the kernel just handed a throwaway exec-dispatcher (free_port).
 start_proxy() {
 	local port
-	exec-dispatcher --port 0 --port-file "$BATS_TEST_TMPDIR/free.port" --store "$BATS_TEST_TMPDIR/free.db" --quiet 3>&- &
-	wait_until '[ -s "$BATS_TEST_TMPDIR/free.port" ]'
-	kill "$!"
-	wait "$!" || true
-	port=$(cat "$BATS_TEST_TMPDIR/free.port")
+	port=$(free_port)
 	mkdir -p "$BATS_TEST_TMPDIR/nginx"
 	cat >"$BATS_TEST_TMPDIR/nginx/nginx.conf" <<CONF
 daemon off;
@@ -292,10 +276,7 @@ CONF
 	run sql "SELECT last_diag, refused FROM results WHERE run_id='px1'"
 	assert_output --partial "HTTP 502"
 	assert_output --partial "|0"
-	exec-dispatcher --port "$port" --store "$BATS_TEST_TMPDIR/disp.db" --quiet 3>&- &
-	# shellcheck disable=SC2034 # the teardown stops it (helpers.bash)
-	DISP_PID=$!
-	wait_until 'admin GET /admin/summary >/dev/null 2>&1'
+	spawn_dispatcher "$port" --quiet
 	run exec-reconcile
 	assert_success
 	[ "$(sql "SELECT count(*) FROM receipts")" = 1 ]
@@ -586,7 +567,7 @@ settled_state() {
 }
 
 # adoptable_state: d1, d2 retained under a session replaced by a new one
-# (adoptable), and crowd 4: x2, x4 refused, x1, x3 of a session this state
+# (adoptable), and seed_undeliverable 4: x2, x4 refused, x1, x3 of a session this state
 # never had (not adoptable).
 adoptable_state() {
 	start_dispatcher
@@ -594,7 +575,7 @@ adoptable_state() {
 	OLD=$(current_session)
 	retain_many 2
 	open_session
-	crowd 4
+	seed_undeliverable 4
 }
 
 @test "--export-evidence keeps back what adoption could still deliver, and says so; --include-adoptable exports it" {

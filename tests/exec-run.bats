@@ -647,7 +647,7 @@ gate() {
 	run exec-session heartbeat                          # the revocation learned here
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status = 'current'")" = 0 ]
 	run exec-run wait --timeout-ms 200
-	[ "$status" -eq 75 ] || fail "wait with its supervisor running: $status $output"
+	[ "$status" -eq "$EK_TEMPFAIL" ] || fail "wait with its supervisor running: $status $output"
 	assert_output --partial "1 run still running"
 	touch "$BATS_TEST_TMPDIR/open-g1"
 	run exec-run wait --timeout-ms "$WAIT_MS"

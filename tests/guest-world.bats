@@ -97,11 +97,11 @@ run_guest() {
 }
 
 @test "--guest-writable: a path that does not exist, or is relative, is refused" {
-	run -64 exec-run --guest-writable "$OUTSIDE/none" isolation
+	run -"$EK_USAGE" exec-run --guest-writable "$OUTSIDE/none" isolation
 	assert_output --partial "--guest-writable $OUTSIDE/none: no such file or directory"
-	run -64 exec-run --guest-writable rel isolation
+	run -"$EK_USAGE" exec-run --guest-writable rel isolation
 	assert_output --partial "not an absolute path"
-	EXEC_GUEST_WRITABLE=rel run -64 exec-run isolation
+	EXEC_GUEST_WRITABLE=rel run -"$EK_USAGE" exec-run isolation
 	assert_output --partial "EXEC_GUEST_WRITABLE:"
 }
 
@@ -157,7 +157,7 @@ net_guest() {
 	run exec-run start --wait --guest-network none
 	assert_success
 	assert_output --partial "n3 exited 1"             # the operator's none holds
-	run -64 exec-run --guest-network some isolation
+	run -"$EK_USAGE" exec-run --guest-network some isolation
 }
 
 @test "exec-loop --guest-network none passes it to every start: its guests reach nothing" {
@@ -172,6 +172,6 @@ net_guest() {
 	kill -TERM "$loop"
 	wait "$loop"
 	grep -q "exec-loop: isolation: .*; no network (loopback only)" "$BATS_TEST_TMPDIR/loop.err"
-	run -64 exec-loop --dispatcher "$DISP_URL" --allow-hook relative/hook
+	run -"$EK_USAGE" exec-loop --dispatcher "$DISP_URL" --allow-hook relative/hook
 	assert_output --partial "--allow-hook relative/hook: not an absolute path"
 }

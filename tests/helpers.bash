@@ -83,10 +83,42 @@ sanitized_build() { grep -q -- --enable-sanitizers "$BUILD/config.status" 2>/dev
 # accident of a slow machine.
 # shellcheck disable=SC2120  # the .bats files pass ARGS
 start_dispatcher() {
-	spawn_dispatcher 0 --quiet --lease-ms 3600000 "$@" || { cat "$BATS_TEST_TMPDIR/disp.log" >&2; return 1; }
-	DISP_URL="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/disp.port")"
+	start_dispatcher_in "$BATS_TEST_TMPDIR" --quiet --lease-ms 3600000 "$@"
+}
+
+# start_dispatcher_in DIR [OPTION...]: a dispatcher with its store, port
+# file and log in DIR and only OPTIONs (the dispatcher's own defaults),
+# executors enrolled; sets DISP_URL and DISP_PID.  Its log on stderr if it
+# died first.
+start_dispatcher_in() {
+	local dir=$1
+	shift
+	DISP_DIR=$dir spawn_dispatcher 0 "$@" || { cat "$dir/disp.log" >&2; return 1; }
+	DISP_URL="http://127.0.0.1:$(cat "$dir/disp.port")"
 	export DISP_URL
 	enroll_executors
+}
+
+# stop_dispatcher_ok: SIGTERM the dispatcher and require exit status 0.
+stop_dispatcher_ok() {
+	[[ -n ${DISP_PID-} ]] || return 0
+	kill -TERM "$DISP_PID" 2>/dev/null || true
+	wait "$DISP_PID"
+	local rc=$?
+	DISP_PID=
+	return "$rc"
+}
+
+# free_port: a loopback port the kernel just handed a throwaway dispatcher
+# (in free/ of the test's directory), for a server the test starts there.
+# Call it as $(free_port): the test's own DISP_PID stays as it was.
+free_port() {
+	local dir=$BATS_TEST_TMPDIR/free
+	mkdir -p "$dir"
+	DISP_DIR=$dir spawn_dispatcher 0 --quiet || return 1
+	kill "$DISP_PID"
+	wait "$DISP_PID" || true
+	cat "$dir/disp.port"
 }
 
 # enroll_executors: an enrollment token for the test's executors (each new
@@ -101,20 +133,22 @@ enroll_executors() {
 }
 
 # spawn_dispatcher PORT [OPTION...]: an exec-dispatcher on 127.0.0.1:PORT
-# (0: one of its choosing, written to disp.port) over the test's store,
-# its log appended to disp.log, scanned for leaks as the run asked
+# (0: one of its choosing, written to disp.port) over the test's store
+# (in DISP_DIR if set, else the test's directory), its log appended to
+# disp.log there, scanned for leaks as the run asked
 # (ASAN_OPTIONS_SCANNED); sets DISP_PID.  0 once it listens, 1 if it died
 # first.  Every start of a test's dispatcher goes through here.
 spawn_dispatcher() {
-	local portfile="$BATS_TEST_TMPDIR/disp.port" port=$1
+	local dir=${DISP_DIR:-$BATS_TEST_TMPDIR}
+	local portfile="$dir/disp.port" port=$1
 	shift
 	rm -f "$portfile"
 	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" --port-file "$portfile" \
-		--store "$BATS_TEST_TMPDIR/disp.db" "$@" >>"$BATS_TEST_TMPDIR/disp.log" 2>&1 3>&- &
+		--store "$dir/disp.db" "$@" >>"$dir/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	export DISP_PID
 	# the admin token the dispatcher made beside its store (admin_auth)
-	export EXEC_ADMIN_TOKEN_FILE=$BATS_TEST_TMPDIR/disp.db.admin-token
+	export EXEC_ADMIN_TOKEN_FILE=$dir/disp.db.admin-token
 	wait_until '[ -s "$portfile" ] || ! kill -0 "$DISP_PID" 2>/dev/null'
 	[ -s "$portfile" ]
 }
@@ -196,6 +230,20 @@ current_session() {
 # A read-only query against the real state database.
 sql() {
 	sqlite3 -readonly -cmd ".timeout $WAIT_MS" "$EXEC_STATE_DIR/state.db" "$1"
+}
+
+# seed_undeliverable N: N results, straight into the state, that this
+# session can never deliver: the odd ones bound to an old session
+# (orphaned), the even ones refused (kept as evidence).  Run ids x1..xN.
+seed_undeliverable() {
+	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
+SELECT 'x' || i, 't', CASE WHEN i % 2 THEN 'inc-old' ELSE (SELECT incarnation FROM sessions WHERE status='current') END,
+       CASE WHEN i % 2 THEN 'ses-old' ELSE (SELECT session_id FROM sessions WHERE status='current') END, '{}', 'r', 0 FROM n;
+INSERT INTO results(run_id, incarnation, session_id, outcome, exit_code, message, chosen_at, body, refused, refused_cause)
+SELECT run_id, incarnation, session_id, 'exited', 0, 'm', 0, x'7b7d', session_id <> 'ses-old', 'unknown_run' FROM accepts WHERE run_id LIKE 'x%';
+SQL
 }
 
 # spec ID [PROGRAM [ARGS-JSON [EXTRA-JSON-FIELDS]]]: one run spec line.

@@ -105,7 +105,7 @@ EOF
 	assert_success
 	wait_until '[ -s "$BATS_TEST_TMPDIR/ran" ]'
 	[ "$(head -1 "$BATS_TEST_TMPDIR/ran")" = a1 ]
-	run -64 exec-run --allow-hook rel isolation
+	run -"$EK_USAGE" exec-run --allow-hook rel isolation
 	assert_output --partial "--allow-hook rel: not an absolute path"
 	exec-run cancel a1 --session "$(current_session)" >/dev/null
 }

@@ -38,6 +38,21 @@ setup_file() {
 	[ "$status" -eq 1 ]
 }
 
+@test "the checker catches a line not in the form a shell may read: spaced, non-ASCII, a key twice" {
+	local ok='{"event":"started","run_id":"r1"}'
+	run "$JSONDOC" "$SRC/doc/json.md" @event <<<"$ok"
+	assert_success
+	run "$JSONDOC" "$SRC/doc/json.md" @event <<<'{"event": "started","run_id":"r1"}'
+	[ "$status" -eq 1 ]
+	assert_output --partial "not in the compact ASCII line form"
+	run "$JSONDOC" "$SRC/doc/json.md" @event <<<'{"event":"started","run_id":"r\u00E9"}'
+	assert_success
+	run "$JSONDOC" "$SRC/doc/json.md" @event <<<$'{"event":"started","run_id":"r\xc3\xa9"}'
+	[ "$status" -eq 1 ]
+	run "$JSONDOC" "$SRC/doc/json.md" @event <<<'{"event":"started","run_id":"r1","run_id":"r2"}'
+	[ "$status" -eq 1 ]
+}
+
 @test "every line of a real workload matches its record, and every record is seen" {
 	local out=$BATS_TEST_TMPDIR/out f rec seen=$BATS_TEST_TMPDIR/seen
 	workload "$out"

@@ -250,6 +250,22 @@ check_line(const struct record *r, json_t *obj, int lineno)
 	}
 }
 
+/* The line format doc/json.md promises to readers without a parser: the
+ * line is exactly its object written compactly, in ASCII, in its own key
+ * order (duplicate keys are refused by the parse). */
+static void
+check_form(const json_t *obj, const char *line, int lineno)
+{
+	char *again = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
+	size_t n = strlen(line);
+
+	if (n > 0 && line[n - 1] == '\n')
+		n--;
+	if (!again || strlen(again) != n || memcmp(again, line, n) != 0)
+		problem(lineno, "?", "%s", "not in the compact ASCII line form doc/json.md promises");
+	free(again);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -270,7 +286,7 @@ main(int argc, char **argv)
 	}
 	while (getline(&line, &cap, stdin) > 0) {
 		json_error_t err;
-		json_t *obj = json_loads(line, 0, &err);
+		json_t *obj = json_loads(line, JSON_REJECT_DUPLICATES, &err);
 		const char *name = argv[2];
 		const struct record *r;
 
@@ -280,6 +296,7 @@ main(int argc, char **argv)
 			json_decref(obj);
 			continue;
 		}
+		check_form(obj, line, lineno);
 		if (strcmp(name, "@event") == 0 &&
 		    !(name = json_string_value(json_object_get(obj, "event"))))
 			problem(lineno, "?", "%s", "no \"event\" field to name the record");

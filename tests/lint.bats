@@ -52,6 +52,210 @@ and_lists() {
 	assert_output "$BATS_TEST_TMPDIR/t.bats:2: 	[ a ] && [ b ]"
 }
 
+# copied_blocks FILE...: each run of 6 lines (trimmed; blank lines, comments
+# and lone closers skipped) that stands in two of FILEs, with the second's
+# line: a fixture or a helper written twice, where tests/helpers.bash is
+# its one home.
+copied_blocks() {
+	awk -v W=6 'FNR == 1 { n = 0 }
+	{
+		l = $0
+		gsub(/^[ \t]+|[ \t]+$/, "", l)
+		if (l == "" || l ~ /^#/ || l ~ /^(}|fi|done|esac|SQL|EOF)$/) next
+		buf[n % W] = l
+		if (++n < W) next
+		k = ""
+		for (i = n - W; i < n; i++) k = k buf[i % W] "\n"
+		if (!(k in first)) first[k] = FILENAME
+		else if (first[k] != FILENAME && !(k in said)) { said[k] = 1; print FILENAME ":" FNR ": copied from " first[k] }
+	}' "$@"
+}
+
+@test "no six lines are copied between test files (helpers.bash holds what they share)" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run copied_blocks $files
+	assert_output ''
+}
+
+@test "the copied-block lint finds what it must" {
+	local t=$BATS_TEST_TMPDIR
+	printf 'f() {\n\ta\n\tb\n\n\t# c\n\tc\n\td\n\te\n\tf\n}\n' >"$t/a.bats"
+	printf 'g() {\n  a\n  b\n  c\n  d\n  e\n  x\n}\n' >"$t/b.bats"
+	printf 'f() {\n\ta\n\tb\n\tc\n\td\n\te\n}\n' >"$t/c.bats"
+	run copied_blocks "$t/a.bats" "$t/b.bats" "$t/c.bats"
+	assert_output "$t/c.bats:6: copied from $t/a.bats"
+}
+
+# literal_statuses FILE...: an exit status compared with a sysexits number
+# written out (64 to 78): the tests name them, EK_USAGE and the like, from
+# libcommon/err.h through sysexits.h (tests/helpers.bash).
+literal_statuses() {
+	grep -nE '(status"? *(-eq|-ne|==|!=) *"?|assert_failure +|run +-|rc"? *(-eq|-ne) *"?)(6[4-9]|7[0-8])\b' "$@" || true
+}
+
+@test "no test compares an exit status with a literal sysexits number" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run literal_statuses $files
+	assert_output ''
+}
+
+@test "the literal-status lint finds what it must" {
+	printf '\t[[ $status -eq %s ]]\n\trun -%s x\n\tassert_failure %s\n\t[ "$status" -eq "$EK_USAGE" ]\n\trun -1 x\n' 64 78 75 >"$BATS_TEST_TMPDIR/t.bats"
+	run literal_statuses "$BATS_TEST_TMPDIR/t.bats"
+	assert_line --index 0 --partial '1:'
+	assert_line --index 1 --partial '2:'
+	assert_line --index 2 --partial '3:'
+	[ "${#lines[@]}" = 3 ]
+}
+
+@test "the tests' exit-status names are sysexits.h's numbers, every one of err.h's" {
+	local ek ex want n=0
+	while read -r ek ex; do
+		want=$(sed -n "s/^#define[[:space:]]*${ex}[[:space:]]*\([0-9]*\).*/\1/p" /usr/include/sysexits.h)
+		[ -n "$want" ] || fail "$ex is not in sysexits.h"
+		[ "${!ek}" = "$want" ] || fail "$ek is '${!ek}', $ex is $want"
+		n=$((n + 1))
+	done < <(sed -n 's/^[[:space:]]*\(EK_[A-Z]*\) = \(EX_[A-Z]*\),.*/\1 \2/p' "$SRC/libcommon/err.h")
+	[ "$n" -ge 10 ]
+	[ "$EK_USAGE" = 64 ]
+}
+
+# own_dispatchers FILE...: a test file that starts an exec-dispatcher
+# server itself (a line that calls it with --port, not through bats' run),
+# where tests/helpers.bash is the one place that does (spawn_dispatcher,
+# start_dispatcher_in, free_port): its port file, log, admin token and
+# leak scan are the same in every test.
+own_dispatchers() {
+	grep -HnE '(^|[[:space:];(&|"/])exec-dispatcher"?[[:space:]]+(--port|--store)' "$@" |
+		grep -vE '^[^:]*:[0-9]+:[[:space:]]*(run|complete_words)[[:space:]]' || true
+}
+
+@test "no test file but helpers.bash starts a dispatcher" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run own_dispatchers $files
+	assert_output ''
+	run own_dispatchers "$SRC/tests/helpers.bash"
+	assert_output --partial 'exec-dispatcher --port "$port"'
+}
+
+@test "the own-dispatcher lint finds what it must" {
+	printf '\t%s --port 0 --store x &\n\trun %s --port 70000\n\t"$B/%s" --store d &\n\t%s submit --port 1\n' exec-dispatcher{,,,} >"$BATS_TEST_TMPDIR/t.bats"
+	run own_dispatchers "$BATS_TEST_TMPDIR/t.bats"
+	assert_line --index 0 --partial '1:'
+	assert_line --index 1 --partial '3:'
+	[ "${#lines[@]}" = 2 ]
+}
+
+# text_reads FILE: each call of an execkit tool in the loop script FILE
+# whose standard output it keeps (into a file of its work directory, or a
+# $(...)) without asking for machine output: --json (doc/json.md's line
+# form), --ids (one id a line) or --version.  A call whose text the loop
+# only logs says so on the line before: "# text: WHY".  Lines a trailing
+# backslash continues are one call.
+text_reads() {
+	awk '{
+		line = $0
+		while (line ~ /\\$/ && (getline more) > 0) line = substr(line, 1, length(line) - 1) more
+		if (line ~ /"\$bindir\/exec-[a-z]+"/ && (line ~ /(^|[ \t])>"\$work\// || line ~ /\$\("\$bindir/) &&
+		    line !~ / --(json|ids|version)( |$)/ && prev !~ /^[ \t]*# text: /)
+			print FILENAME ":" NR ": " line
+		prev = line
+	}' "$1"
+}
+
+@test "exec-loop reads no tool's text: machine output wherever it reads a tool's output" {
+	run text_reads "$SRC/cmd/exec-loop"
+	assert_output ''
+	# and the calls excused, whose text is logged as is, are these two
+	run grep -A1 '^[[:space:]]*# text: ' "$SRC/cmd/exec-loop"
+	[ "$(grep -c 'bindir/exec-' <<<"$output")" = 2 ]
+	assert_output --partial '"$bindir/exec-run" "${iso_opts[@]}" isolation >'
+	assert_output --partial '"$bindir/exec-session" open --dispatcher'
+}
+
+@test "the text-read lint finds what it must" {
+	local t=$BATS_TEST_TMPDIR/loop
+	cat >"$t" <<'LOOP'
+	logged "$bindir/exec-session" heartbeat >"$work/beat"
+	logged "$bindir/exec-session" heartbeat --json >"$work/beat"
+	logged "$bindir/exec-run" start --chain \
+		--slots 1 >"$work/started"
+	x=$("$bindir/exec-inspect" summary)
+	"$bindir/exec-run" wait 2>"$work/wait"
+	# text: logged as is
+	logged "$bindir/exec-session" open >"$work/open"
+	logged "$bindir/exec-reconcile" --output-cap 1 >/dev/null
+LOOP
+	run text_reads "$t"
+	assert_line --index 0 --partial "$t:1: "
+	assert_line --index 1 --partial "$t:4: "
+	assert_line --index 2 --partial "$t:5: "
+	[ "${#lines[@]}" = 3 ]
+}
+
+# muted_assertions FILE...: an assertion whose failure '|| true' (or
+# '|| :') swallows: a test, an assert_/refute_ helper or grep -q, then
+# nothing but the mute.
+muted_assertions() {
+	grep -nE '^[[:space:]]*(\[\[? [^|]*|assert_[a-z_]*[^|]*|refute_[a-z_]*[^|]*|grep -q[^|]*)\|\|[[:space:]]*(true|:)[[:space:]]*$' "$@" || true
+}
+
+@test "no test mutes an assertion with '|| true'" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run muted_assertions $files
+	assert_output ''
+}
+
+@test "the muted-assertion lint finds what it must" {
+	printf '\t[ "$(x)" = 1 ] || true\n\tassert_output --partial y || :\n\tgrep -q z f || true\n\t[ -z "$p" ] || kill "$p" || true\n\tgrep -c z f || true\n' >"$BATS_TEST_TMPDIR/t.bats"
+	run muted_assertions "$BATS_TEST_TMPDIR/t.bats"
+	assert_line --index 0 --partial '1:'
+	assert_line --index 1 --partial '2:'
+	assert_line --index 2 --partial '3:'
+	[ "${#lines[@]}" = 3 ]
+}
+
+# unused_make_vars MAKEFILE_AM FILE...: each Makefile variable the test
+# FILEs read (make_var NAME) that the build does not use: Makefile.am
+# refers to it ($(NAME), ${NAME}, @NAME@, "if NAME"), or it is one automake
+# acts on (a _MANS, _PROGRAMS, _SCRIPTS or _DATA list, a _LOG_COMPILER) or
+# an installation directory (...dir).  A test of a variable nothing uses
+# checks nothing.
+unused_make_vars() {
+	local am=$1 name
+	shift
+	grep -ohE 'make_var [A-Za-z_][A-Za-z0-9_]*' "$@" | sort -u | while read -r _ name; do
+		case $name in
+		NAME | *dir | *_MANS | *_PROGRAMS | *_SCRIPTS | *_DATA | *_LOG_COMPILER) continue ;;
+		esac
+		grep -qE "[\$][({]${name}[)}]|@${name}@|^if ${name}\$" "$am" || echo "$name"
+	done
+}
+
+@test "every Makefile variable a test reads is one the build uses" {
+	local files
+	files=$(find "$SRC/tests" -name '*.bats' -o -name '*.bash' | sort)
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	run unused_make_vars "$SRC/Makefile.am" $files
+	assert_output ''
+}
+
+@test "the unused-variable lint finds what it must" {
+	local t=$BATS_TEST_TMPDIR
+	printf 'USED = a\nUNUSED = b\nx_MANS = c\nif COND\nendif\nall: ; echo $(USED)\n' >"$t/Makefile.am"
+	printf '\tmake_var %s\n' USED UNUSED x_MANS COND >"$t/t.bats"
+	run unused_make_vars "$t/Makefile.am" "$t/t.bats"
+	assert_output UNUSED
+}
+
 @test "every shell script passes shellcheck" {
 	cd "$SRC"
 	run shellcheck -S warning cmd/exec-loop scripts/*.sh bench/*.sh build-aux/gen-completion.sh \

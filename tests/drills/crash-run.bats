@@ -99,6 +99,11 @@ round() {
 	assert_success
 	assert_output --partial "handed back 3 runs never started here"
 	[ "$(val "SELECT count(*) FROM handbacks WHERE acked_at IS NOT NULL AND requeued_as LIKE 'rq-%'")" = 3 ]
+	# fixed once acknowledged (retention may forget a re-queued one whole:
+	# schema 016; a handback not re-queued yet is kept, exec-reconcile.bats)
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE handbacks SET requeued_as = 'rq-other'"
+	assert_failure
+	assert_output --partial "an acknowledged handback is immutable"
 	open_session
 	run exec-session report --json
 	assert_output --partial '"handed_back":{"acknowledged":3,"pending":0}'
