@@ -734,15 +734,28 @@ main(int argc, char **argv)
 	struct opts o = { 0 };
 	struct state st;
 	struct ek_err e = { 0 };
+	const char *dir;
+	bool made;
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc)
 		return rc == CLI_DONE ? cli_finish(PROG, EK_OK) : rc;
 	timefmt_utc(o.utc);   /* show only (parse_args) */
-	if (state_open(&st, cli_state_dir(o.state_dir), o.cmd->needs & CREATES_STATE ? STATE_CREATE : 0,
-	    &e) < 0)
+	dir = cli_state_dir(o.state_dir);
+	made = (o.cmd->needs & CREATES_STATE) && access(dir, F_OK) < 0 && errno == ENOENT;
+	if (state_open(&st, dir, o.cmd->needs & CREATES_STATE ? STATE_CREATE : 0, &e) < 0)
 		return ek_report(PROG, &e);
 	rc = o.cmd->run(&st, &o, &e);
 	state_close(&st);
-	return cli_finish(PROG, rc < 0 ? ek_report(PROG, &e) : EK_OK);
+	/* A first open whose dispatcher was never reached leaves nothing: no
+	 * one saw the executor id and key it made.  One that reached it keeps
+	 * them, whatever the answer: it may have bound them. */
+	if (rc < 0) {
+		rc = ek_report(PROG, &e);
+		if (made && client_unreached() && state_unmake(dir) == 0)
+			fprintf(stderr, "%s: removed '%s', made for this open: the dispatcher never "
+			    "saw it\n", PROG, dir);
+		return cli_finish(PROG, rc);
+	}
+	return cli_finish(PROG, EK_OK);
 }

@@ -70,6 +70,15 @@ client_answer_error(const char *url, const struct http_reply *r, json_t *o, char
 	    err ? ": " : "", err ? err : "", detail ? ": " : "", detail ? detail : "");
 }
 
+/* Whether the last client_call() made no connection at all. */
+static bool unreached;
+
+bool
+client_unreached(void)
+{
+	return unreached;
+}
+
 int
 client_call(const char *base, const char *method, const char *path, const char *cred,
     json_t *body, int64_t timeout_ms, json_t **out, char *over, struct ek_err *e)
@@ -82,10 +91,12 @@ client_call(const char *base, const char *method, const char *path, const char *
 
 	*out = NULL;
 	snprintf(url, sizeof url, "%s%s", base, path);
+	unreached = false;
 	rc = http_request(method, url, cred, text, text ? strlen(text) : 0, timeout_ms, &r, e);
 	free(text);
 	if (rc < 0)
 		return -1;
+	unreached = r.status == 0 && r.unreached;
 	if (r.status != 0)
 		o = json_loadb(r.body, r.len, 0, NULL);
 	if (r.status >= 200 && r.status < 300 && json_is_object(o)) {

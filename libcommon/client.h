@@ -10,6 +10,7 @@
 #define EK_CLIENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -23,6 +24,10 @@
 /* What *over says when the dispatcher has no record of the session at
  * all (404 unknown_session): it lost its store, or was replaced. */
 #define CLIENT_OVER_UNKNOWN "unknown"
+
+/* Did the last client_call() make no connection at all (refused, no such
+ * host)?  Then the dispatcher saw nothing of it. */
+bool client_unreached(void);
 
 /* Call base+path.  On a 2xx answer *out is the parsed object (caller
  * decrefs).  over (16 bytes, may be NULL) receives the session status when

@@ -171,6 +171,8 @@ curl_request(const char *method, const char *url, const char *bearer,
 	} else {
 		r->status = 0;
 		r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+		r->unreached = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+		    rc == CURLE_COULDNT_RESOLVE_PROXY;
 		snprintf(r->transport, sizeof r->transport, "%s", cu.strerror(rc));
 	}
 	cu.slist_free_all(h);

@@ -23,6 +23,7 @@ struct http_reply {
 	size_t len;
 	char transport[256];/* why there was no answer: timeout, refused, reset, ... */
 	int timed_out;
+	int unreached;      /* no connection was ever made: the peer saw nothing */
 	int64_t retry_after_ms;  /* the answer's Retry-After, -1 when it had none */
 };
 

@@ -500,3 +500,22 @@ state_close(struct state *st)
 		close(st->dir_fd);
 	st->out_fd = st->dir_fd = -1;
 }
+
+int
+state_unmake(const char *dir)
+{
+	static const char *const files[] = { "state.db", "state.db-wal", "state.db-shm",
+		"state.db-writers", "reserve" };
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	size_t i;
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	for (i = 0; i < sizeof files / sizeof files[0]; i++)
+		unlinkat(fd, files[i], 0);
+	unlinkat(fd, "out", AT_REMOVEDIR);
+	close(fd);
+	rc = rmdir(dir);
+	return rc;
+}

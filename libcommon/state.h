@@ -104,4 +104,10 @@ int state_link_atomic_at(int from_fd, int to_fd, const char *to_path, const char
  * (EK_DATAERR if the state has none). */
 int state_executor_key(struct state *st, char *out, size_t n, struct ek_err *e);
 
+/* Remove the state directory dir that this process made and that nothing
+ * used yet (a first `exec-session open` whose dispatcher could not be
+ * reached): its database files, out/ (which must be empty) and dir itself.
+ * 0; -1 when something else is in it (then it is left as it is). */
+int state_unmake(const char *dir);
+
 #endif

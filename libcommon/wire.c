@@ -442,6 +442,7 @@ dial(const struct target *t, int64_t deadline, struct http_reply *r)
 	int64_t until = mono_ms() + CONNECT_MAX_MS;
 	int rc = getaddrinfo(t->host, t->port, &hints, &ai), fd = -1, err = 0;
 
+	r->unreached = 1;   /* until a connection is made */
 	if (rc)
 		return say(r, 0, "cannot resolve %s: %s", t->host, gai_strerror(rc));
 	for (a = ai; a && fd < 0; a = a->ai_next)
@@ -449,9 +450,12 @@ dial(const struct target *t, int64_t deadline, struct http_reply *r)
 			err = errno;
 	freeaddrinfo(ai);
 	if (fd < 0) {
+		/* a connect that timed out may have reached the peer */
+		r->unreached = err != ETIMEDOUT;
 		return say(r, err == ETIMEDOUT, "cannot connect to %s port %s: %s", t->host, t->port,
 		    strerror(err));
 	}
+	r->unreached = 0;
 	return fd;
 }
 

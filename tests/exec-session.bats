@@ -153,6 +153,27 @@ elapsed_ms() {
 	[ "$(sql "SELECT count(*) FROM sessions WHERE status='current'")" = 1 ]
 }
 
+@test "a first open whose dispatcher cannot be reached leaves no state directory; one that reached it, and a state that was there, are kept" {
+	local port
+	port=$(free_port)
+	[ ! -e "$EXEC_STATE_DIR" ]
+	run --separate-stderr exec-session open --dispatcher "http://127.0.0.1:$port"
+	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
+	[[ $stderr == *"removed '$EXEC_STATE_DIR', made for this open"* ]] || fail "$stderr"
+	[ ! -e "$EXEC_STATE_DIR" ]
+	# reached, and refused: kept, the dispatcher may hold what it saw
+	start_dispatcher
+	admin POST /admin/faults '{"kind":"5xx","path":"/v1/sessions","count":1}' >/dev/null
+	run --separate-stderr exec-session open --dispatcher "$DISP_URL"
+	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
+	[ -s "$EXEC_STATE_DIR/state.db" ]
+	# a state that was there is never removed
+	run --separate-stderr exec-session open --dispatcher "http://127.0.0.1:$port"
+	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"
+	[ -s "$EXEC_STATE_DIR/state.db" ]
+	[[ $stderr != *removed* ]] || fail "$stderr"
+}
+
 @test "close ends the session here and at the dispatcher" {
 	start_dispatcher
 	open_session
