@@ -506,6 +506,20 @@ db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n)
 	snprintf(buf, n, "%s", t ? (const char *)t : "");
 }
 
+int
+db_int64_at(struct db *db, const char *sql, int64_t arg, int64_t *out, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(db, sql, e);
+	int rc;
+
+	if (!q)
+		return -1;
+	db_bind_i64(q, 1, arg);
+	*out = (rc = db_step(db, q, e)) == 1 ? sqlite3_column_int64(q, 0) : 0;
+	db_done(db, q);
+	return rc < 0 ? -1 : 0;
+}
+
 bool
 db_wal_foreign(int dirfd, const char *name)
 {

@@ -208,6 +208,10 @@ int db_fail(struct db *db, struct ek_err *e, const char *context);
 /* Copy a text column (NULL → empty) into a caller buffer, truncating. */
 void db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n);
 
+/* One integer of sql (its first column of its first row; 0 when there is
+ * none), its ?1 bound to arg: 0, or -1 (e filled). */
+int db_int64_at(struct db *db, const char *sql, int64_t arg, int64_t *out, struct ek_err *e);
+
 /* Does the WAL beside database file name (in dirfd, or AT_FDCWD) belong
  * to another database?  A file in rollback-journal mode (its header's
  * bytes 18 and 19 are 1: a copy db_backup_to made) never had one, and

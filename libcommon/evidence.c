@@ -159,17 +159,8 @@ sync_parent(const char *path, struct ek_err *e)
 static int
 count_adoptable(struct state *st, int64_t cutoff, int64_t *kept, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT count(*) FROM results WHERE " SQL_ORPHANED
-	    " AND " SQL_ADOPTABLE " AND chosen_at <= ?1", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_i64(q, 1, cutoff);
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*kept = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	return db_int64_at(&st->db, "SELECT count(*) FROM results WHERE " SQL_ORPHANED
+	    " AND " SQL_ADOPTABLE " AND chosen_at <= ?1", cutoff, kept, e);
 }
 
 int

@@ -55,18 +55,9 @@ static const struct kind {
 static int
 count_kept(struct state *st, int64_t cutoff, int64_t *kept, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT (SELECT count(*) FROM run_records r "
+	return db_int64_at(&st->db, "SELECT (SELECT count(*) FROM run_records r "
 	    "WHERE r.recorded_at < ?1 AND NOT (" RECORD_GONE ")) + (SELECT count(*) FROM handbacks h "
-	    "WHERE IFNULL(h.acked_at, h.asked_at) < ?1 AND NOT (" HANDBACK_GONE "))", e);
-	int rc;
-
-	if (!q)
-		return -1;
-	db_bind_i64(q, 1, cutoff);
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*kept = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	    "WHERE IFNULL(h.acked_at, h.asked_at) < ?1 AND NOT (" HANDBACK_GONE "))", cutoff, kept, e);
 }
 
 /* The run ids of the next chunk of k, into ids (n of them). */
