@@ -311,17 +311,41 @@ meta_put(struct db *db, const char *key, const char *value, struct ek_err *e)
 	return db_exec_stmt(db, st, e);
 }
 
-/* Create the schema in one transaction: all of it or nothing. */
+static int
+pragma_int(struct db *db, const char *sql, int *out, struct ek_err *e)
+{
+	sqlite3_stmt *q = db_prep(db, sql, e);
+	int rc;
+
+	if (!q)
+		return -1;
+	rc = db_step(db, q, e);
+	if (rc == 1)
+		*out = sqlite3_column_int(q, 0);
+	db_done(db, q);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Create the schema in one transaction: all of it or nothing.  0 made,
+ * 1 another process made it first (nothing done here), -1 failed. */
 static int
 create_schema(struct state *st, struct ek_err *e)
 {
 	char pragma[96];
 	char when[32];
 	char key[EXECUTOR_KEY_HEX + 1];
-	int i, rc;
+	int i, rc, tables = 0;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
+	/* looked at before the write lock: two first opens (a loop killed
+	 * while its own went on, and the next loop's) both found it empty */
+	if (pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
+		goto fail;
+	if (tables > 0) {
+		db_rollback(&st->db);
+		return 1;
+	}
 	for (i = 0; i < SCHEMA_STEPS; i++)
 		if (db_exec(&st->db, schema_steps[i].sql, e) < 0)
 			goto fail;
@@ -345,21 +369,6 @@ create_schema(struct state *st, struct ek_err *e)
 fail:
 	db_rollback(&st->db);
 	return -1;
-}
-
-static int
-pragma_int(struct db *db, const char *sql, int *out, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(db, sql, e);
-	int rc;
-
-	if (!q)
-		return -1;
-	rc = db_step(db, q, e);
-	if (rc == 1)
-		*out = sqlite3_column_int(q, 0);
-	db_done(db, q);
-	return rc < 0 ? -1 : 0;
 }
 
 /* The version gate: same application, same schema, same package version.
@@ -435,7 +444,7 @@ configure(struct state *st, struct ek_err *e)
 static int
 open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 {
-	int app = 0, ver = 0, tables = 0;
+	int app = 0, ver = 0, tables = 0, rc;
 
 	if (db_open_untouched(&st->db, st->dbpath, create, e) < 0)
 		return -1;
@@ -449,9 +458,21 @@ open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 	/* Incremental auto-vacuum (exec-session compact, retention.h) can be
 	 * chosen only before the first table, and before WAL mode writes the
 	 * first page. */
-	if (app == 0 && ver == 0 && tables == 0 && create)
-		return db_exec(&st->db, "PRAGMA auto_vacuum=INCREMENTAL", e) < 0 ||
-		    configure(st, e) < 0 ? -1 : create_schema(st, e);
+	if (app == 0 && ver == 0 && tables == 0 && create) {
+		if (db_exec(&st->db, "PRAGMA auto_vacuum=INCREMENTAL", e) < 0 || configure(st, e) < 0 ||
+		    (rc = create_schema(st, e)) < 0)
+			return -1;
+		if (rc == 0)
+			return 0;
+		/* made by another process meanwhile: opened as any other */
+		if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
+		    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0)
+			return -1;
+		if (app != EK_APPLICATION_ID)
+			return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id "
+			    "%#x); nothing was changed", st->dbpath, (unsigned)app);
+		return check_identity(st, ver, e);
+	}
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);

@@ -390,3 +390,21 @@ concurrent() {
 	[ "$second" -le 1048576 ]
 	[ "$second" -le $((first + 65536)) ]
 }
+
+@test "first opens at once make one state: whichever finds the database empty, only one creates it, and every one goes on" {
+	start_dispatcher
+	local i pids=() rc=0
+	for i in 1 2 3 4 5 6; do
+		exec-session open --dispatcher "$DISP_URL" >/dev/null 2>"$BATS_TEST_TMPDIR/open.$i" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || { rc=$?; echo "open $((i + 1)) exited $rc: $(cat "$BATS_TEST_TMPDIR/open.$((i + 1))")" >&2; }
+	done
+	run cat "$BATS_TEST_TMPDIR"/open.*
+	refute_output --partial "already exists"
+	[ "$rc" = 0 ]
+	[ "$(sql "SELECT count(*) FROM meta WHERE key = 'executor_id'")" = 1 ]
+	[ "$(sql "PRAGMA integrity_check")" = ok ]
+}
+
