@@ -235,6 +235,7 @@ state_intact() {
 	run exec-run start
 	assert_output --partial "cannot create '$EXEC_STATE_DIR/out/supervisors.log': it is a symbolic link (not followed)"
 	wait_until '[ "$(disp_count finished)" = 1 ]'
+	exec-run wait --timeout-ms "$WAIT_MS"    # its receipt is written after that answer
 	# the limits lock: the run is not run, for want of its limits file
 	assert_equal "$(sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT outcome FROM receipts WHERE run_id = 'k0'")" exec_failed
 	run admin GET /admin/runs/k0
@@ -303,6 +304,9 @@ EOF
 	wait_until '[ -s "$EXEC_STATE_DIR/out/v1.limits" ] && [ -d "$EXEC_STATE_DIR/out/v1.guest" ]'
 	exec-shares capacity set executor 1234 >/dev/null
 	wait_until '[ "$(disp_count finished)" = 1 ]'
+	# the receipt is written here after the dispatcher's answer, and the
+	# view removed after that: the supervisor's end is the event
+	exec-run wait --timeout-ms "$WAIT_MS"
 	assert_equal "$(sqlite3 -readonly "$EXEC_STATE_DIR/state.db" "SELECT outcome || ' ' || exit_code FROM receipts WHERE run_id = 'v1'")" "exited 0"
 	grep -q '"executor_bps":1234' "$EXEC_STATE_DIR/out/v1.stdout"
 	[ ! -e "$EXEC_STATE_DIR/out/v1.guest" ]
