@@ -329,27 +329,47 @@ write_value(int fd, const char *file, int64_t value)
 static const char *const v1_ctl[] = { "pids", "memory" }, *const v1_file[] = { "pids.max",
 	"memory.limit_in_bytes" };
 
-/* Limit i (0 pids, 1 memory) in a v1 cgroup of c's name: 0, or -1 (why). */
+/* Make (or find) cgroup name in controller i's v1 hierarchy, sweeping
+ * the parent for a vanished supervisor's first: its directory's
+ * descriptor, or -1 (why says what failed).  *parent (NULL: closed) gets
+ * the parent's. */
 static int
-limit_v1(struct contain *c, int i, int64_t value, char *why, size_t n)
+v1_child(int i, const char *name, int *parent, char *why, size_t n)
 {
 	char dir[PATH_MAX];
-	int fd = -1;
+	int p, fd = -1;
 
 	if (v1_dir(i, v1_ctl[i], dir, sizeof dir) < 0) {
 		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", v1_ctl[i]);
 		return -1;
 	}
-	if ((c->v1_parent[i] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
-		sweep_once(&v1_dirs[i], c->v1_parent[i]);
-	if (c->v1_parent[i] < 0 || (mkdirat(c->v1_parent[i], c->name, 0755) < 0 && errno != EEXIST) ||
-	    (fd = openat(c->v1_parent[i], c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    write_value(fd, v1_file[i], value) < 0 ||
+	if ((p = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		sweep_once(&v1_dirs[i], p);
+		if (mkdirat(p, name, 0755) == 0 || errno == EEXIST)
+			fd = openat(p, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		snprintf(why, n, "cannot make cgroup '%.200s/%.100s': %s", dir, name, strerror(errno));
+	if (parent && fd >= 0)
+		*parent = p;
+	else if (p >= 0)
+		close(p);
+	return fd;
+}
+
+/* Limit i (0 pids, 1 memory) in a v1 cgroup of c's name: 0, or -1 (why). */
+static int
+limit_v1(struct contain *c, int i, int64_t value, char *why, size_t n)
+{
+	int fd = v1_child(i, c->name, &c->v1_parent[i], why, n);
+
+	if (fd < 0)
+		return -1;
+	if (write_value(fd, v1_file[i], value) < 0 ||
 	    (c->v1_procs[i] = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
-		snprintf(why, n, "cannot set %s in '%.200s/%.100s': %s", v1_file[i], dir, c->name,
+		snprintf(why, n, "cannot set %s of cgroup '%.100s': %s", v1_file[i], c->name,
 		    strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -1;
 	}
 	close(fd);
@@ -386,34 +406,24 @@ oom_opt_out(void)
 static int
 slot_join(int i, char *why, size_t n)
 {
-	char dir[PATH_MAX], name[NAME_MAX + 1];
-	int parent = -1, fd = -1, procs = -1, rc = -1;
+	char name[NAME_MAX + 1];
+	int fd, procs = -1;
 
 	snprintf(name, sizeof name, "%s%ld-slot", CONTAIN_PREFIX, (long)getpid());
-	if (v1_dir(i, v1_ctl[i], dir, sizeof dir) < 0) {
-		snprintf(why, n, "no %s controller in cgroup v2 here, nor a v1 hierarchy", v1_ctl[i]);
+	if ((fd = v1_child(i, name, NULL, why, n)) < 0)
+		return -1;
+	if ((procs = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0 || write(procs, "0", 1) != 1) {
+		snprintf(why, n, "cannot join cgroup '%.100s': %s", name, strerror(errno));
+		if (procs >= 0)
+			close(procs);
+		close(fd);
 		return -1;
 	}
-	if ((parent = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
-		sweep_once(&v1_dirs[i], parent);
-	if (parent >= 0 && (mkdirat(parent, name, 0755) == 0 || errno == EEXIST) &&
-	    (fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
-	    (procs = openat(fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) >= 0 && write(procs, "0", 1) == 1)
-		rc = 0;
-	if (rc < 0)
-		snprintf(why, n, "cannot join cgroup '%.200s/%.100s': %s", dir, name, strerror(errno));
-	if (procs >= 0)
-		close(procs);
-	if (parent >= 0)
-		close(parent);
-	if (rc < 0 && fd >= 0)
-		close(fd);
-	if (rc == 0) {
-		slot[i].fd = fd;
-		if (i == 1)
-			oom_opt_out();
-	}
-	return rc;
+	close(procs);
+	slot[i].fd = fd;
+	if (i == 1)
+		oom_opt_out();
+	return 0;
 }
 
 /* Limit i in our slot cgroup: value for the guest, plus ourselves (one

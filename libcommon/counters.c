@@ -91,16 +91,7 @@ counters_read(struct state *st, struct counters *c, struct ek_err *e)
 int
 counters_started(struct state *st, int64_t *n, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "SELECT value FROM counters WHERE name = 'started' AND label = ''", e);
-	int rc;
-
-	*n = 0;
-	if (!q)
-		return -1;
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*n = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
+	return db_int64(&st->db, "SELECT value FROM counters WHERE name = 'started' AND label = ''", n, e);
 }
 
 int

@@ -506,18 +506,34 @@ db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n)
 	snprintf(buf, n, "%s", t ? (const char *)t : "");
 }
 
-int
-db_int64_at(struct db *db, const char *sql, int64_t arg, int64_t *out, struct ek_err *e)
+/* db_int64 and db_int64_at: bind ?1 to *arg when arg is not NULL. */
+static int
+int64_of(struct db *db, const char *sql, const int64_t *arg, int64_t *out, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(db, sql, e);
 	int rc;
 
+	*out = 0;
 	if (!q)
 		return -1;
-	db_bind_i64(q, 1, arg);
-	*out = (rc = db_step(db, q, e)) == 1 ? sqlite3_column_int64(q, 0) : 0;
+	if (arg)
+		db_bind_i64(q, 1, *arg);
+	if ((rc = db_step(db, q, e)) == 1)
+		*out = sqlite3_column_int64(q, 0);
 	db_done(db, q);
 	return rc < 0 ? -1 : 0;
+}
+
+int
+db_int64(struct db *db, const char *sql, int64_t *out, struct ek_err *e)
+{
+	return int64_of(db, sql, NULL, out, e);
+}
+
+int
+db_int64_at(struct db *db, const char *sql, int64_t arg, int64_t *out, struct ek_err *e)
+{
+	return int64_of(db, sql, &arg, out, e);
 }
 
 bool

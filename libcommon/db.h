@@ -209,7 +209,9 @@ int db_fail(struct db *db, struct ek_err *e, const char *context);
 void db_col_text(sqlite3_stmt *st, int col, char *buf, size_t n);
 
 /* One integer of sql (its first column of its first row; 0 when there is
- * none), its ?1 bound to arg: 0, or -1 (e filled). */
+ * none), a pragma or a count, say: 0, or -1 (e filled).  db_int64_at()
+ * binds its ?1 to arg. */
+int db_int64(struct db *db, const char *sql, int64_t *out, struct ek_err *e);
 int db_int64_at(struct db *db, const char *sql, int64_t arg, int64_t *out, struct ek_err *e);
 
 /* Does the WAL beside database file name (in dirfd, or AT_FDCWD) belong

@@ -308,20 +308,6 @@ records_plan(struct state *st, int64_t age_ms, int (*fn)(json_t *item, void *), 
 #define PAGES_TEXT(n) PAGES_TEXT_(n)
 #define PAGES_TEXT_(n) #n
 
-static int
-pragma_i64(struct state *st, const char *sql, int64_t *v, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(&st->db, sql, e);
-	int rc;
-
-	if (!q)
-		return -1;
-	if ((rc = db_step(&st->db, q, e)) == 1)
-		*v = sqlite3_column_int64(q, 0);
-	db_done(&st->db, q);
-	return rc < 0 ? -1 : 0;
-}
-
 /* state.db and its WAL, in bytes (a missing WAL counts 0). */
 static int64_t
 file_bytes(const struct state *st)
@@ -349,14 +335,14 @@ compact_chunk(struct state *st, int64_t *freed, struct ek_err *e)
 	db_yield(&st->db);   /* after a chunk, a waiting writer first */
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
-	if (pragma_i64(st, "PRAGMA freelist_count", &before, e) < 0)
+	if (db_int64(&st->db, "PRAGMA freelist_count", &before, e) < 0)
 		goto fail;
 	if (before == 0) {
 		db_rollback(&st->db);
 		return 0;
 	}
 	if (db_exec(&st->db, "PRAGMA incremental_vacuum(" PAGES_TEXT(COMPACT_CHUNK_PAGES) ")", e) < 0 ||
-	    pragma_i64(st, "PRAGMA freelist_count", &after, e) < 0)
+	    db_int64(&st->db, "PRAGMA freelist_count", &after, e) < 0)
 		goto fail;
 	*freed = before - after;
 	return db_commit(&st->db, e);
@@ -372,7 +358,7 @@ state_compact(struct state *st, struct compact_count *c, struct ek_err *e)
 
 	memset(c, 0, sizeof *c);
 	c->bytes_before = file_bytes(st);
-	if (pragma_i64(st, "PRAGMA auto_vacuum", &mode, e) < 0)
+	if (db_int64(&st->db, "PRAGMA auto_vacuum", &mode, e) < 0)
 		return -1;
 	if (mode != 2)
 		return ek_fail(e, EK_DATAERR, "%s: created without incremental auto-vacuum (mode %lld): "

@@ -311,21 +311,6 @@ meta_put(struct db *db, const char *key, const char *value, struct ek_err *e)
 	return db_exec_stmt(db, st, e);
 }
 
-static int
-pragma_int(struct db *db, const char *sql, int *out, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(db, sql, e);
-	int rc;
-
-	if (!q)
-		return -1;
-	rc = db_step(db, q, e);
-	if (rc == 1)
-		*out = sqlite3_column_int(q, 0);
-	db_done(db, q);
-	return rc < 0 ? -1 : 0;
-}
-
 /* Create the schema in one transaction: all of it or nothing.  0 made,
  * 1 another process made it first (nothing done here), -1 failed. */
 static int
@@ -334,13 +319,14 @@ create_schema(struct state *st, struct ek_err *e)
 	char pragma[96];
 	char when[32];
 	char key[EXECUTOR_KEY_HEX + 1];
-	int i, rc, tables = 0;
+	int64_t tables = 0;
+	int i, rc;
 
 	if (db_begin_write(&st->db, e) < 0)
 		return -1;
 	/* looked at before the write lock: two first opens (a loop killed
 	 * while its own went on, and the next loop's) both found it empty */
-	if (pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
+	if (db_int64(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
 		goto fail;
 	if (tables > 0) {
 		db_rollback(&st->db);
@@ -444,15 +430,17 @@ configure(struct state *st, struct ek_err *e)
 static int
 open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 {
-	int app = 0, ver = 0, tables = 0, rc;
+	int64_t app = 0, ver = 0, tables = 0;
+	bool configured = false;
+	int rc;
 
 	if (db_open_untouched(&st->db, st->dbpath, create, e) < 0)
 		return -1;
 	db_busy_ms(&st->db, busy_ms);
 	st->db.keep = true;   /* the tools are single-threaded: statements are reused */
-	if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
-	    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
-	    pragma_int(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
+	if (db_int64(&st->db, "PRAGMA application_id", &app, e) < 0 ||
+	    db_int64(&st->db, "PRAGMA user_version", &ver, e) < 0 ||
+	    db_int64(&st->db, "SELECT count(*) FROM sqlite_schema", &tables, e) < 0)
 		return st->db.busy ? ek_fail(e, EK_TEMPFAIL, "%s: held by another process; gave up "
 		    "waiting for it after %lld ms", st->dbpath, (long long)st->db.busy_ms) : -1;
 	/* Incremental auto-vacuum (exec-session compact, retention.h) can be
@@ -462,23 +450,19 @@ open_db(struct state *st, bool create, int64_t busy_ms, struct ek_err *e)
 		if (db_exec(&st->db, "PRAGMA auto_vacuum=INCREMENTAL", e) < 0 || configure(st, e) < 0 ||
 		    (rc = create_schema(st, e)) < 0)
 			return -1;
-		if (rc == 0)
-			return 0;
-		/* made by another process meanwhile: opened as any other */
-		if (pragma_int(&st->db, "PRAGMA application_id", &app, e) < 0 ||
-		    pragma_int(&st->db, "PRAGMA user_version", &ver, e) < 0)
-			return -1;
-		if (app != EK_APPLICATION_ID)
-			return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id "
-			    "%#x); nothing was changed", st->dbpath, (unsigned)app);
-		return check_identity(st, ver, e);
+		/* made here (0), or by another process meanwhile (1): that one is
+		 * checked as any other state is */
+		if (rc == 0 || db_int64(&st->db, "PRAGMA application_id", &app, e) < 0 ||
+		    db_int64(&st->db, "PRAGMA user_version", &ver, e) < 0)
+			return rc == 0 ? 0 : -1;
+		configured = true;
 	}
 	if (app != EK_APPLICATION_ID)
 		return ek_fail(e, EK_DATAERR, "%s: not an execkit state database (application_id %#x); "
 		    "nothing was changed", st->dbpath, (unsigned)app);
-	if (check_identity(st, ver, e) < 0)
+	if (check_identity(st, (int)ver, e) < 0)
 		return -1;
-	return configure(st, e);
+	return configured ? 0 : configure(st, e);
 }
 
 int
