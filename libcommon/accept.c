@@ -2,8 +2,9 @@
  * accept — see runs.h (the acceptor): accepting run specs in a batch, in
  * the caller's write transaction, idempotent by run id.  A new run gets an
  * accepts row (its identity, canonical content and receipt, kept until the
- * dispatcher settled the run for good and the operator's retention forgets
- * it: retention.h) and an execution row; the same id with the same content
+ * operator's retention forgets it: retention.h; the content alone gives way
+ * to its digest once the run is settled for good, schema step 17) and an
+ * execution row; the same id with the same content
  * is a duplicate answered with the original receipt, with other content a
  * conflict.
  */
@@ -12,6 +13,7 @@
 
 #include "clock.h"
 #include "runs.h"
+#include "sha256.h"
 
 /* --- acceptance ----------------------------------------------------------- */
 
@@ -64,7 +66,8 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 	}
 	a->st = st;
 	a->b = *b;
-	a->find = db_prep(&st->db, "SELECT content, receipt FROM accepts WHERE run_id = ?1", e);
+	a->find = db_prep(&st->db, "SELECT content, receipt, content_sha256 FROM accepts "
+	    "WHERE run_id = ?1", e);
 	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
 	    "session_id, content, receipt, accepted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
 	    "ON CONFLICT(run_id) DO NOTHING", e) : NULL;
@@ -78,6 +81,22 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 	return a;
 }
 
+/* Is the stored spec of row q (content, receipt, content_sha256) the
+ * spec content?  A spec dropped once its run was settled for good (schema
+ * step 17) is compared by its digest. */
+static bool
+same_spec(sqlite3_stmt *q, const char *content)
+{
+	const char *stored = (const char *)sqlite3_column_text(q, 0);
+	const char *digest = (const char *)sqlite3_column_text(q, 2);
+	char hex[SHA256_HEX_LEN + 1];
+
+	if (stored && *stored)
+		return strcmp(stored, content) == 0;
+	sha256_hex(content, strlen(content), hex);
+	return digest && strcmp(digest, hex) == 0;
+}
+
 /* Look the run id up: 1 known (outcome + receipt filled), 0 new, -1 error. */
 static int
 find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
@@ -89,8 +108,7 @@ find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *ou
 	db_bind_text(a->find, 1, rs->run_id);
 	rc = db_step(&a->st->db, a->find, e);
 	if (rc == 1) {
-		const char *content = (const char *)sqlite3_column_text(a->find, 0);
-		*out = strcmp(content, rs->content) == 0 ? ACCEPT_DUPLICATE : ACCEPT_CONFLICT;
+		*out = same_spec(a->find, rs->content) ? ACCEPT_DUPLICATE : ACCEPT_CONFLICT;
 		db_col_text(a->find, 1, receipt, n);
 	}
 	sqlite3_reset(a->find);

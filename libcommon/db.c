@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "db.h"
 #include "lockwait.h"
+#include "sha256.h"
 
 /* SQLite's own busy handler (busy_timeout) sleeps up to 100 ms between
  * tries, so a waiter can miss the gaps that a chunked writer leaves between
@@ -128,6 +129,24 @@ db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e
 	return 0;
 }
 
+/* sha256_hex(X): the SHA-256 of text X as 64 hex digits, so that a spec
+ * is replaced by its digest in the statement that drops it (schema step
+ * 17).  NULL for NULL. */
+static void
+sql_sha256_hex(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	const unsigned char *t = sqlite3_value_text(argv[0]);
+	char hex[SHA256_HEX_LEN + 1];
+
+	(void)argc;
+	if (!t) {
+		sqlite3_result_null(cx);
+		return;
+	}
+	sha256_hex(t, (size_t)sqlite3_value_bytes(argv[0]), hex);
+	sqlite3_result_text(cx, hex, SHA256_HEX_LEN, SQLITE_TRANSIENT);
+}
+
 int
 db_configure(struct db *db, struct ek_err *e)
 {
@@ -136,6 +155,10 @@ db_configure(struct db *db, struct ek_err *e)
 	    "PRAGMA cell_size_check=ON;", e) < 0)
 		return -1;
 	sqlite3_commit_hook(db->h, commit_hook, db);
+	/* direct only: no trigger or view a state file brings may call it */
+	if (sqlite3_create_function(db->h, "sha256_hex", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+	    SQLITE_DIRECTONLY, NULL, sql_sha256_hex, NULL, NULL) != SQLITE_OK)
+		return db_fail(db, e, "sha256_hex");
 	return 0;
 }
 

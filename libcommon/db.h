@@ -83,7 +83,8 @@ int db_open(struct db *db, const char *path, bool create, struct ek_err *e);
 /* db_open() in two steps, so a caller can look at a file and refuse it
  * untouched: db_open_untouched() opens without any pragma that may write
  * (journal_mode=WAL rewrites the header of a rollback-journal file);
- * db_configure() then applies the settings.  On failure the caller closes. */
+ * db_configure() then applies the settings and defines the SQL function
+ * sha256_hex(X) (schema step 17).  On failure the caller closes. */
 int db_open_untouched(struct db *db, const char *path, bool create, struct ek_err *e);
 int db_configure(struct db *db, struct ek_err *e);
 void db_close(struct db *db);

@@ -53,7 +53,9 @@ int evidence_plan(struct state *st, bool adoptable, int (*fn)(json_t *item, void
     struct evidence_count *c, struct ek_err *e);
 
 /* Delete receipts acknowledged before now - age_ms, PRUNE_CHUNK_ROWS per
- * transaction (crash point prune-chunk after each).  *n = rows deleted. */
+ * transaction (crash point prune-chunk after each), each replaced by a run
+ * record that keeps what the story shows of the spec, the spec itself
+ * dropped for its digest (schema step 17).  *n = rows deleted. */
 int receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e);
 
 /* What receipts_prune() would delete now: fn(item) per receipt (a new

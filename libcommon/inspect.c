@@ -32,10 +32,11 @@ static const enum inspect_mode modes[] = { INSPECT_VIEW, INSPECT_LOOKUP };
 /* Columns a lookup must never read: the program and everything about how
  * it would run (in runs, and program and args in results), and the
  * accepted spec, which contains them. */
-static const char *const run_private[] = { "program", "args", "env", "cwd", "policy", NULL };
+static const char *const run_private[] = { "program", "args", "env", "env_names", "cwd",
+	"timeout_ms", "policy", NULL };
 
 /* Columns stored as JSON text, shown as JSON values. */
-static const char *const json_cols[] = { "args", "env", "policy", NULL };
+static const char *const json_cols[] = { "args", "env", "env_names", "policy", NULL };
 
 /* sqlite3 authorizer: called at prepare time for every column read. */
 static int
@@ -49,8 +50,9 @@ authorize(void *arg, int action, const char *table, const char *column, const ch
 		return SQLITE_DENY;
 	if (*mode != INSPECT_LOOKUP)
 		return SQLITE_OK;
-	if ((strcmp(table, "runs") == 0 || strcmp(table, "results") == 0) && text_word_in(column, run_private))
-		return SQLITE_DENY;   /* a result keeps the program and args too (schema step 10) */
+	if ((strcmp(table, "runs") == 0 || strcmp(table, "results") == 0 ||
+	    strcmp(table, "run_records") == 0) && text_word_in(column, run_private))
+		return SQLITE_DENY;   /* a result and a record keep them too (schema steps 10, 17) */
 	if (strcmp(table, "accepts") == 0 && strcmp(column, "content") == 0)
 		return SQLITE_DENY;
 	return SQLITE_OK;
@@ -490,7 +492,7 @@ static const char *const list_time[] = { "due_at", "unknown_at", "chosen_at", "c
 	"WHEN c.run_id IS NOT NULL THEN 'acknowledged' " \
 	"WHEN h.acked_at IS NOT NULL THEN 'handed_back' " \
 	"WHEN d.known IS NOT NULL THEN d.known ELSE 'accepted' END AS state, " \
-	"COALESCE(r.program, s.program, json_extract(a.content, '$.program')) AS program, " \
+	"COALESCE(r.program, s.program, d.program, json_extract(a.content, '$.program')) AS program, " \
 	"COALESCE(s.outcome, c.outcome, d.outcome) AS outcome, " \
 	"COALESCE(s.exit_code, c.exit_code, d.exit_code) AS exit_code, " \
 	"a.accepted_at AS accepted_at, " \

@@ -29,8 +29,8 @@ static const char *const show_sql[][2] = {
 	    "attempts, started_at, chosen_at, message, stdout_dropped, stderr_dropped "
 	    "FROM receipts WHERE run_id = ?1" },
 	{ "record", "SELECT known, txn_id, incarnation, session_id, outcome, exit_code, started_at, "
-	    "chosen_at, acked_at, message, stdout_dropped, stderr_dropped, evidence, recorded_at "
-	    "FROM run_records WHERE run_id = ?1" },
+	    "chosen_at, acked_at, message, stdout_dropped, stderr_dropped, evidence, recorded_at, "
+	    "program, args, env_names, cwd, timeout_ms FROM run_records WHERE run_id = ?1" },
 	{ "handback", "SELECT incarnation, session_id, asked_at, acked_at, requeued_as, refused_why "
 	    "FROM handbacks WHERE run_id = ?1" },
 };

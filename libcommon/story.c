@@ -110,18 +110,33 @@ fact_or_spec(json_t *show, const char *const *rows, json_t *spec, const char *ke
 	return or_null(v ? v : json_object_get(spec, key));
 }
 
+/* The environment's names: from the execution row, else the spec, else
+ * the run record, which keeps the names alone (schema step 17). */
+static json_t *
+story_env(json_t *show, json_t *sp)
+{
+	json_t *env = json_object_get(json_object_get(show, "run"), "env");
+	json_t *kept = json_object_get(json_object_get(show, "record"), "env_names");
+
+	if (!json_is_object(env))
+		env = json_object_get(sp, "env");
+	if (!json_is_object(env) && json_is_array(kept))
+		return json_incref(kept);
+	return env_names(env);
+}
+
 /* What ran and how it was asked to run: program, args, env (names only),
- * cwd, timeout; from the execution row, else the result, else the spec. */
+ * cwd, timeout; from the execution row, else the result, else the spec,
+ * else the record that replaced the spec of a run settled for good. */
 static int
 story_spec(json_t *s, json_t *show, json_t *sp)
 {
-	static const char *const what[] = { "run", "result", NULL };
-	static const char *const run[] = { "run", NULL };
-	json_t *env = json_object_get(json_object_get(show, "run"), "env");
+	static const char *const what[] = { "run", "result", "record", NULL };
+	static const char *const run[] = { "run", "record", NULL };
 
 	return put(s, "program", fact_or_spec(show, what, sp, "program")) < 0 ||
 	    put(s, "args", fact_or_spec(show, what, sp, "args")) < 0 ||
-	    put(s, "env", env_names(json_is_object(env) ? env : json_object_get(sp, "env"))) < 0 ||
+	    put(s, "env", story_env(show, sp)) < 0 ||
 	    put(s, "cwd", fact_or_spec(show, run, sp, "cwd")) < 0 ||
 	    put(s, "timeout_ms", fact_or_spec(show, run, sp, "timeout_ms")) < 0 ? -1 : 0;
 }

@@ -194,17 +194,19 @@ accept_some() {
 }
 
 # settled_bulk N: N runs settled for good, as --prune-receipts leaves them
-# (an acceptance with a 300-byte spec, and a record the dispatcher
-# acknowledged), a day old.
+# (an acceptance whose spec gave way to its digest, and a record the
+# dispatcher acknowledged, with 300 bytes of args), a day old.
 settled_bulk() {
 	sqlite3 "$EXEC_STATE_DIR/state.db" <<SQL
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
-INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at)
-SELECT 'b' || i, 't-b' || i, 'inc-old', 'ses-old', printf('{"args":["%.300c"]}', 'x'), 'r' || i, 0 FROM n;
+INSERT INTO accepts(run_id, txn_id, incarnation, session_id, content, receipt, accepted_at,
+	content_sha256)
+SELECT 'b' || i, 't-b' || i, 'inc-old', 'ses-old', '', 'r' || i, 0, printf('%064d', i) FROM n;
 INSERT INTO run_records(run_id, txn_id, incarnation, session_id, known, outcome, exit_code, acked_at,
-	evidence, recorded_at)
+	evidence, recorded_at, program, args)
 SELECT run_id, txn_id, incarnation, session_id, 'finished', 'exited', 0, 1,
-	'delivered and acknowledged; its receipt pruned', 1 FROM accepts WHERE run_id LIKE 'b%';
+	'delivered and acknowledged; its receipt pruned', 1, '/bin/true', printf('["%.300c"]', 'x')
+FROM accepts WHERE run_id LIKE 'b%';
 PRAGMA wal_checkpoint(TRUNCATE);
 SQL
 }

@@ -448,18 +448,68 @@ DT='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}'
 	[ "$(exec-inspect logs wf1 2>/dev/null | wc -c)" = 1000 ]   # (NUL bytes: wc, not $output)
 	[[ "$stderr" == "exec-inspect: run 'wf1': its stdout was cut at the capture bound (exec-run --max-output): 4000 more bytes were dropped" ]]
 	[ "$(exec-inspect logs wf1 2>&1 >/dev/null)" = "$stderr" ]
-	# and after the receipt is pruned, the run record keeps them
+	# and after the receipt is pruned, the run record keeps them, and the
+	# spec itself is dropped: its environment values are nowhere any more
 	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000"
 	exec-reconcile --prune-receipts 1d >/dev/null
+	[ "$(sql "SELECT content FROM accepts WHERE run_id = 'wf1'")" = "" ]
+	[ "$(sql "SELECT count(*) FROM runs WHERE run_id = 'wf1'")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE run_id = 'wf1'")" = 0 ]
+	run sqlite3 "$EXEC_STATE_DIR/state.db" .dump
+	assert_success
+	refute_output --partial s3cr3t-value
 	run --separate-stderr exec-inspect show wf1
 	[ "$(story_value message)" = "exited with status 7" ]
 	[[ "$(story_value output)" == TRUNCATED* ]]
+	[ "$(story_value program)" = /bin/sh ]
+	[ "$(story_value env)" = "MODE TOKEN (values not shown)" ]
+	[ "$(story_value cwd)" = /tmp ]
+	[ "$(story_value timeout)" = 1m00s ]
+	run --separate-stderr exec-inspect show wf1 --json
+	assert_output --partial '"program":"/bin/sh","args":["-c","head -c 5000 /dev/zero; exit 7"],"env":["MODE","TOKEN"],"cwd":"/tmp","timeout_ms":60000,'
+	run --separate-stderr exec-inspect list all
+	assert_line --regexp '^wf1 +finished +/bin/sh +exited +7 '
 	# a run whose output fitted says so
 	submit_and_accept "$(spec wf2 /bin/echo '["hi"]')"
 	exec-run start --wait >/dev/null 2>&1
 	run --separate-stderr exec-inspect show wf2
 	[ "$(story_value output)" = "kept whole" ]
 	[ "$(story_value env)" = - ]
+}
+
+@test "a run settled for good keeps its identity without its spec: the same spec again is a duplicate, another a conflict" {
+	start_dispatcher
+	open_session
+	local s1 s2
+	s1=$(spec sd1 /bin/echo '["one"]' '"env":{"K":"v"}')
+	submit_and_accept "$s1"
+	exec-run start --wait >/dev/null 2>&1
+	local receipt
+	receipt=$(sql "SELECT receipt FROM accepts WHERE run_id = 'sd1'")
+	# not settled for good yet: the database keeps the spec
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE accepts SET content_sha256 = printf('%064d', 0), content = ''"
+	assert_failure
+	assert_output --partial "an accepted spec is kept until its run is settled for good"
+	sql_write "UPDATE receipts SET acked_at = acked_at - 2 * 86400000"
+	exec-reconcile --prune-receipts 1d >/dev/null
+	[ "$(sql "SELECT content FROM accepts WHERE run_id = 'sd1'")" = "" ]
+	[[ "$(sql "SELECT content_sha256 FROM accepts WHERE run_id = 'sd1'")" =~ ^[0-9a-f]{64}$ ]]
+	# the same spec, its keys in another order: a duplicate with the original receipt
+	run exec-accept --json <<<'{"txn_id":"t-sd1","run_id":"sd1","program":"/bin/echo","env":{"K":"v"},"args":["one"]}'
+	assert_success
+	assert_output --partial '"outcome":"duplicate"'
+	assert_output --partial "\"receipt\":\"$receipt\""
+	# another spec, even only another environment value: a conflict
+	s2=$(spec sd1 /bin/echo '["one"]' '"env":{"K":"w"}')
+	run exec-accept <<<"$s2"
+	[ "$status" -eq "$EK_DATAERR" ] || fail "status $status: $output"
+	[[ $output == "conflict "*sd1* ]]
+	[ "$(sql "SELECT count(*) FROM runs")" = 0 ]
+	# a dropped spec never comes back, and its digest never changes
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE accepts SET content = '{}' WHERE run_id = 'sd1'"
+	assert_failure
+	run sqlite3 "$EXEC_STATE_DIR/state.db" "UPDATE accepts SET content_sha256 = printf('%064d', 0) WHERE run_id = 'sd1'"
+	assert_failure
 }
 
 @test "cancel: the current session by default, several ids at once; one that cannot be cancelled is said and the rest go on" {
