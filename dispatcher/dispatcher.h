@@ -15,8 +15,10 @@
  *   faults.c       injected faults: the queue, and what each kind does
  *   sessions.c     negotiation, heartbeat, close, adoption; the session
  *                  gate every session-bound request passes
- *   settle.c       settlement of an ended session's runs: asked about
- *                  through its executor's current session, settled on the
+ *   asks.c         settlement's questions: the dispatcher's own inspections
+ *                  about an ended session's runs, asked through its
+ *                  executor's current session
+ *   settle.c       settlement of an ended session's runs: settled on the
  *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
  *                  re-queueing a run as a new run of its transaction
@@ -377,18 +379,21 @@ int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401
 
 handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
 
-/* ---- settle.c ------------------------------------------------------- */
+/* ---- asks.c --------------------------------------------------------- */
 
 /* Ask, through current session sid, about the unsettled runs of its
  * executor's ended sessions (past --settle-after-ms), as far as the
  * pending caps allow; 0 or -1 with e filled. */
 int settle_ask(struct ek_err *e, const char *sid);
-/* Inspection id was just answered with answer: if the dispatcher asked
- * it, settle its run as the answer says (invariant 7); 0 or -1. */
-int settle_answer(struct ek_err *e, const char *id, json_t *answer);
+
+/* ---- settle.c (above the handlers) ---------------------------------- */
+
 /* The sweep, once a second from main: abandon what nobody settled in
  * time, ask through every current session.  Takes dsp.store.mu. */
 void settle_sweep(void);
+
+/* The answer to an inspection: recorded (inspections.c), then settled on. */
+handler_fn h_inspection_answer;
 
 /* ---- starts.c ------------------------------------------------------- */
 
@@ -454,7 +459,15 @@ enum { INSPECT_PENDING_MAX = 1024 };
 /* How many inspections wait for session sid's answer; -1 on error. */
 int64_t inspections_pending(struct ek_err *e, const char *sid);
 
-handler_fn h_inspection_new, h_inspection_get, h_inspection_list, h_inspection_answer;
+/* POST /v1/sessions/{sid}/inspections/{id} (settle.c's h_inspection_answer()),
+ * before its transaction: the session id into sid (n bytes), the body
+ * parsed, its size checked; 0, or 400 (answer set). */
+int inspection_answer_check(struct req *rq, char *sid, size_t n);
+/* ... inside its transaction: session sid gated and the answer recorded
+ * once (invariant 5); 200, or the error status (answer set). */
+int inspection_answer_record(struct req *rq, const char *sid);
+
+handler_fn h_inspection_new, h_inspection_get, h_inspection_list;
 
 /* ---- admin.c -------------------------------------------------------- */
 
