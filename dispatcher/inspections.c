@@ -365,10 +365,7 @@ inspection_record(struct req *rq, const char *sid)
 int
 inspection_answer_check(struct req *rq, char *sid, size_t n)
 {
-	const char *p = session_own(rq->path) + 1;   /* the session id on */
-
-	/* the route matched, so p starts with a non-empty sid segment */
-	snprintf(sid, n, "%.*s", (int)strcspn(p, "/"), p);
+	snprintf(sid, n, "%s", rq->parent);   /* the route's first "*" */
 	if (!body_json(rq))
 		return 400;
 	if (rq->len > INSPECT_ANSWER_MAX)

@@ -416,7 +416,7 @@ second_writers() {
 }
 
 # The endpoints' paths are named once, in libcommon/protocol.h, and the
-# dispatcher's route table (dispatcher/http.c's routes[] rows) spells its
+# dispatcher's route table (dispatcher/routes.c's routes[] rows) spells its
 # patterns out; a path written anywhere else in C is a copy that can drift.
 # Help text (a line that is a string only) may name them for people.
 path_literals() {
