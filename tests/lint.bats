@@ -319,10 +319,11 @@ unknown_functions() {
 	assert_output "point-c: not in lifecycle.h"
 }
 
-# The layer of each libcommon module, from HACKING.md's table ("| N | family
-# | modules |"), as "module layer" lines.
+# The layer of each libcommon module, from HACKING.md's table under "###
+# libcommon by layer" ("| N | family | modules |"), as "module layer" lines.
 layers() {
-	sed -n 's/^| \([1-6]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' "$1" |
+	awk '/^##/ { on = /^### libcommon by layer/ } on' "$1" |
+		sed -n 's/^| \([1-6]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
 		while read -r n mods; do for m in $mods; do echo "$m $n"; done; done
 }
 
@@ -352,7 +353,7 @@ climbing_includes() {
 }
 
 @test "the layer lint finds what it must" {
-	printf '| 1 | base | low |\n| 2 | up | high |\n' >"$BATS_TEST_TMPDIR/H.md"
+	printf '### libcommon by layer\n\n| 1 | base | low |\n| 2 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
 	layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
 	mkdir "$BATS_TEST_TMPDIR/libcommon"
 	printf '#include "high.h"\n' >"$BATS_TEST_TMPDIR/libcommon/low.c"
@@ -361,6 +362,157 @@ climbing_includes() {
 	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$BATS_TEST_TMPDIR"/libcommon/{low,high,stray}.c
 	assert_output "$BATS_TEST_TMPDIR/libcommon/low.c includes high (layer 2 above 1)
 $BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
+}
+
+# The layer of each dispatcher file, from HACKING.md's table under "### The
+# dispatcher by layer" ("| N | family | files |"), as "file layer" lines.
+dispatcher_layers() {
+	awk '/^##/ { on = /^### The dispatcher by layer/ } on' "$1" |
+		sed -n 's/^| \([1-9]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
+		while read -r n files; do for f in $files; do echo "$f $n"; done; done
+}
+
+# Calls that climb: "FILE uses NAME (DEF, layer N above M)", once per file
+# and name, for the dispatcher's C files given: every name of a function
+# another of them defines (not static: the type on a line of its own and
+# the name at the start of the next, or a one-line definition), used
+# anywhere in a file's code, comments and strings aside (a handler named
+# in a table is used as much as one called).  With "-" for the map: the
+# names it reads as defined, one a line.
+climbing_calls() {
+	local map=$1 prog
+	shift
+	prog='
+	function base(p) { sub(/.*\//, "", p); sub(/\.c$/, "", p); return p }
+	# the line without its comments, strings and characters (state kept
+	# in incomment across lines)
+	function code(s,    out, c, i, q) {
+		out = ""
+		for (i = 1; i <= length(s); i++) {
+			c = substr(s, i, 1)
+			if (incomment) {
+				if (c == "*" && substr(s, i + 1, 1) == "/") { incomment = 0; i++ }
+				continue
+			}
+			if (c == "/" && substr(s, i + 1, 1) == "*") { incomment = 1; i++; out = out " "; continue }
+			if (c == "\"" || c == "\047") {
+				q = c
+				for (i++; i <= length(s) && substr(s, i, 1) != q; i++)
+					if (substr(s, i, 1) == "\\") i++
+				out = out " "
+				continue
+			}
+			out = out c
+		}
+		gsub(/goto[ \t]+[A-Za-z_][A-Za-z_0-9]*/, " ", out)   # a label is no use
+		sub(/^[A-Za-z_][A-Za-z_0-9]*:/, " ", out)
+		return out
+	}
+	BEGIN {
+		while (map != "" && (getline line < map) > 0) { split(line, w, " "); layer[w[1]] = w[2] }
+	}
+	FNR == 1 {
+		f = base(FILENAME); prev = ""; incomment = 0
+		if (pass == 2 && !(f in layer)) print FILENAME ": no layer in HACKING.md"
+	}
+	pass == 1 {   # the definitions, then (pass 2) the uses
+		n = ""
+		if ($0 ~ /^[a-z][a-z_0-9]*\(/ && prev !~ /^static/ && $0 !~ /;$/) {
+			n = $0; sub(/\(.*/, "", n)
+		} else if ($0 ~ /^[a-z][a-z_0-9 ]*[ *][a-z][a-z_0-9]*\(.*\{.*\}$/ && $0 !~ /^static/) {
+			n = $0; sub(/\(.*/, "", n); sub(/.*[ *]/, "", n)
+		}
+		if (n != "") def[n] = f
+		if (n != "" && map == "") print n
+		prev = $0
+		next
+	}
+	{
+		s = code($0)
+		while (match(s, /[A-Za-z_][A-Za-z_0-9]*/)) {
+			n = substr(s, RSTART, RLENGTH)
+			s = substr(s, RSTART + RLENGTH)
+			if (!(n in def) || def[n] == f || (f SUBSEP n) in seen) continue
+			if ((f in layer) && (def[n] in layer) && layer[def[n]] > layer[f]) {
+				seen[f, n] = 1
+				print FILENAME " uses " n " (" def[n] ".c, layer " layer[def[n]] " above " layer[f] ")"
+			}
+		}
+	}'
+	if [ "$map" = - ]; then
+		awk -v map= "$prog" pass=1 "$@"
+	else
+		awk -v map="$map" "$prog" pass=1 "$@" pass=2 "$@"
+	fi
+}
+
+@test "no dispatcher file calls into a file above it in HACKING.md's layer order" {
+	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
+	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$SRC"/dispatcher/*.c
+	assert_output ''
+}
+
+# The definitions the lint reads are the functions the objects define, if
+# the build has them: a definition written another way would escape it.
+@test "the dispatcher's layer lint reads every function its objects define" {
+	local objs
+	objs=$(find "$BUILD/dispatcher" -name '*.o' 2>/dev/null | sort)
+	[ -n "$objs" ] || skip "no objects in $BUILD/dispatcher"
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	nm -g --defined-only $objs | awk '$2 == "T" { print $3 }' | sort >"$BATS_TEST_TMPDIR/nm"
+	climbing_calls - "$SRC"/dispatcher/*.c | sort >"$BATS_TEST_TMPDIR/src"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/src")" -ge 80 ]
+	diff -u "$BATS_TEST_TMPDIR/nm" "$BATS_TEST_TMPDIR/src" ||
+		fail "the objects' functions (-) differ from those the lint reads (+)"
+}
+
+@test "the dispatcher's layer lint finds what it must" {
+	local d=$BATS_TEST_TMPDIR/d
+	printf '### The dispatcher by layer\n\n| 1 | base | low |\n| 2 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
+	dispatcher_layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
+	mkdir "$d"
+	# a call up, a function named as a value; not: a name in a comment
+	# or a string, a label, another file's static function (the heredocs
+	# lose their tabs: a column-0 body line must not read as a definition)
+	cat >"$d/low.c" <<-'EOF'
+	/* high_fn() is high.c's, "quoted" */
+	int
+	low_fn(void)
+	{
+	if (helper("high_other(), '\"' /*"))
+	goto done;
+	return high_fn() + f(high_other);
+	done:
+	return 0;
+	}
+	EOF
+	cat >"$d/high.c" <<-'EOF'
+	int
+	high_fn(void)
+	{
+	return low_fn();
+	}
+
+	int high_other(int x) { return x; }
+
+	int
+	done(void)
+	{
+	return 0;
+	}
+
+	static int
+	helper(const char *s)
+	{
+	return 0;
+	}
+	EOF
+	printf 'int\nstray_fn(void)\n{\n\treturn 0;\n}\n' >"$d/stray.c"
+	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$d"/{low,high,stray}.c
+	assert_output "$d/low.c uses high_fn (high.c, layer 2 above 1)
+$d/low.c uses high_other (high.c, layer 2 above 1)
+$d/stray.c: no layer in HACKING.md"
 }
 
 # SQLite builds an ephemeral index for a CHECK's IN list each time a
