@@ -13,6 +13,7 @@
  *                  query helpers, one transaction per request (a read
  *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
+ *                  (served in a request's place by routes.c)
  *   gate.c         the gate's adaptive limit, from the latency it measures
  *   http.c         the helpers every handler answers with, a handler's
  *                  transaction, sending an answer, the gate's admission
@@ -40,7 +41,8 @@
  * once in the route table, whose row gives its handler, its kind (for the
  * counters and the gate) and its body's cap; the body is collected up to
  * that cap, the gate admits it, then the row's handler answers (or, while
- * faults are queued, a fault it took answers in its place).  Every handler that touches the store does so between
+ * faults are queued, a fault it took answers in its place).  Every
+ * handler that touches the store does so between
  * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
  * mutex, one transaction per request, so handlers see a consistent store.
  * A handler that writes takes the write lock, and lapsed leases are
