@@ -515,6 +515,20 @@ $d/low.c uses high_other (high.c, layer 2 above 1)
 $d/stray.c: no layer in HACKING.md"
 }
 
+# The fault injector is a hook of the route layer (routes.c), taken only
+# while a fault is queued: no handler takes a request's fault itself.
+fault_takers() {
+	grep -lE '\bfault_take\(' "$@" | sed 's#.*/##' | grep -vxE 'faults\.c|routes\.c' || true
+}
+
+@test "only routes.c takes a request's fault" {
+	run fault_takers "$SRC"/dispatcher/*.c
+	assert_output ''
+	printf '\trq->fault = fault_take(rq->path);\n' >"$BATS_TEST_TMPDIR/work.c"
+	run fault_takers "$BATS_TEST_TMPDIR/work.c" "$SRC"/dispatcher/routes.c
+	assert_output work.c
+}
+
 # SQLite builds an ephemeral index for a CHECK's IN list each time a
 # statement checks it (schema/001_init.sql says what that cost).
 @test "no schema CHECK tests a column against an IN list" {
