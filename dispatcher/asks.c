@@ -4,12 +4,15 @@
  * asked through its current session (settle.c says why, and decides on
  * the answers).
  *
- * Asking is below settlement, among the handlers: a heartbeat asks for its
- * own session inside its transaction (sessions.c), so that the count of
- * waiting inspections it answers already holds these; settle.c's sweep
+ * Asking is below settlement and below the handlers: a heartbeat asks for
+ * its own session inside its transaction (sessions.c), so that the count
+ * of waiting inspections it answers already holds these; settle.c's sweep
  * asks through every current session once a second.  An ask is an
  * inspection like a client's: it waits in the same table, under the same
  * cap (INSPECT_PENDING_MAX), and is relayed and answered the same way.
+ * The count of all that wait for a session, the clients' and these, is
+ * here too (inspections_pending()): it caps both, and a heartbeat tells
+ * it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +23,18 @@
 
 enum { SETTLE_PENDING_MAX = 512,     /* the dispatcher's own share of a session's cap */
 	SETTLE_RETRY_MS = 5000 };    /* after an answer that decided nothing */
+
+int64_t
+inspections_pending(struct ek_err *e, const char *sid)
+{
+	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM inspections"
+	    " WHERE session_id=? AND status='pending'", "s", sid);
+	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ?
+	    sqlite3_column_int64(st, 0) : -1;
+
+	db_done(&dsp.store.db, st);
+	return n;
+}
 
 /* How many of the dispatcher's own inspections wait for session sid. */
 static int64_t

@@ -6,9 +6,9 @@
  * /admin/ endpoints and injected faults.  cmd/exec-dispatcher.c parses the
  * options into dsp.cfg, opens the store and starts the server; the rest is
  * here, one file per area, from the bottom layer up (HACKING.md draws the
- * layers; a file calls only into its own layer and those below):
+ * layers; a file calls only into the layers below its own):
  *
- *   util.c         ids, small checks, the log line
+ *   util.c         the run id's check, the log line
  *   store.c        the store: its schema (schema/dispatcher/), the
  *                  query helpers, one transaction per request (a read
  *                  or a write)
@@ -19,11 +19,13 @@
  *                  transaction, sending an answer, the gate's admission
  *                  and counters, listening
  *   auth.c         the admin token every /admin/ request shows; enrollment
- *   sessions.c     negotiation, heartbeat, close, adoption; the session
- *                  gate every session-bound request passes
+ *   starts.c       the start counts and notices executors show
  *   asks.c         settlement's questions: the dispatcher's own inspections
  *                  about an ended session's runs, asked through its
- *                  executor's current session
+ *                  executor's current session; the count of those waiting
+ *   bell.c         the work bell a waiting feed waits on
+ *   sessions.c     negotiation, heartbeat, close, adoption; the session
+ *                  gate every session-bound request passes
  *   work.c         the work feed, acceptance receipts, hand-back, and
  *                  re-queueing a run as a new run of its transaction
  *   results.c      terminal results (group commit), the report log,
@@ -402,6 +404,13 @@ handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
 
 /* ---- asks.c --------------------------------------------------------- */
 
+/* At most this many inspections wait for one session's answer. */
+enum { INSPECT_PENDING_MAX = 1024 };
+
+/* How many inspections wait for session sid's answer (the clients' and
+ * the dispatcher's own); -1 on error. */
+int64_t inspections_pending(struct ek_err *e, const char *sid);
+
 /* Ask, through current session sid, about the unsettled runs of its
  * executor's ended sessions (past --settle-after-ms), as far as the
  * pending caps allow; 0 or -1 with e filled. */
@@ -439,6 +448,21 @@ int starts_noticed(struct req *rq, const char *sid, json_t *in);
 int starts_restored(struct req *rq, const char *xid, const char *sid, int64_t shown, int64_t seen,
     bool backup);
 
+/* ---- bell.c --------------------------------------------------------- */
+
+/* Ring the work bell: runs became queued; a waiting feed looks again. */
+void work_ring(void);
+/* A session ended: every waiting feed looks again (its own gets its 410). */
+void work_session_ended(void);
+/* A feed waiting for work: how many sessions ended so far; register as a
+ * waiter (in) before the first look, or leave; wait for a ring's token,
+ * until ms pass, a session ends after the count ends, the dispatcher stops
+ * or the peer hangs up (in slices, so that the last two are noticed): true
+ * when this waiter took a token. */
+unsigned bell_ends(void);
+void bell_register(bool in);
+bool bell_await(int64_t ms, unsigned ends, struct MHD_Connection *conn);
+
 /* ---- work.c --------------------------------------------------------- */
 
 /* Re-queue run_id (offered or accepted, no result, not settled) as a new
@@ -447,11 +471,6 @@ int starts_restored(struct req *rq, const char *xid, const char *sid, int64_t sh
  * as (at least 24 bytes), or -1 with e filled. */
 int run_requeue(struct ek_err *e, const char *run_id, const char *state, const char *how,
     const char *insp, char *as);
-
-/* Ring the work bell: runs became queued; a waiting feed looks again. */
-void work_ring(void);
-/* A session ended: every waiting feed looks again (its own gets its 410). */
-void work_session_ended(void);
 
 handler_fn h_work, h_receipts, h_handback;
 
@@ -473,12 +492,6 @@ handler_fn h_result;
 void results_commits(int64_t *batches, int64_t *results, int64_t *largest);
 
 /* ---- inspections.c -------------------------------------------------- */
-
-/* At most this many inspections wait for one session's answer. */
-enum { INSPECT_PENDING_MAX = 1024 };
-
-/* How many inspections wait for session sid's answer; -1 on error. */
-int64_t inspections_pending(struct ek_err *e, const char *sid);
 
 /* POST /v1/sessions/{sid}/inspections/{id} (settle.c's h_inspection_answer()),
  * before its transaction: the session id into sid (n bytes), the body

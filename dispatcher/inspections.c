@@ -109,18 +109,6 @@ inspection_session(struct req *rq, const char *sid)
 	return strcmp(s.status, "current") == 0 ? 0 : fail_over(rq, s.status);
 }
 
-int64_t
-inspections_pending(struct ek_err *e, const char *sid)
-{
-	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM inspections"
-	    " WHERE session_id=? AND status='pending'", "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ?
-	    sqlite3_column_int64(st, 0) : -1;
-
-	db_done(&dsp.store.db, st);
-	return n;
-}
-
 /* POST /v1/inspections: a client asks, through the executor holding the
  * current session it names, what that executor stores about a run. */
 int

@@ -368,12 +368,14 @@ $BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
 # dispatcher by layer" ("| N | family | files |"), as "file layer" lines.
 dispatcher_layers() {
 	awk '/^##/ { on = /^### The dispatcher by layer/ } on' "$1" |
-		sed -n 's/^| \([1-9]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
+		sed -n 's/^| \([1-9][0-9]*\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
 		while read -r n files; do for f in $files; do echo "$f $n"; done; done
 }
 
-# Calls that climb: "FILE uses NAME (DEF, layer N above M)", once per file
-# and name, for the dispatcher's C files given: every name of a function
+# Calls that do not go down: "FILE uses NAME (DEF, layer N, not below M)",
+# once per file and name, for the dispatcher's C files given (a file of
+# the same layer is not below: the order is strict, so that no two files
+# call each other around a circle): every name of a function
 # another of them defines (not static: the type on a line of its own and
 # the name at the start of the next, or a one-line definition), used
 # anywhere in a file's code, comments and strings aside (a handler named
@@ -433,9 +435,9 @@ climbing_calls() {
 			n = substr(s, RSTART, RLENGTH)
 			s = substr(s, RSTART + RLENGTH)
 			if (!(n in def) || def[n] == f || (f SUBSEP n) in seen) continue
-			if ((f in layer) && (def[n] in layer) && layer[def[n]] > layer[f]) {
+			if ((f in layer) && (def[n] in layer) && layer[def[n]] + 0 >= layer[f] + 0) {
 				seen[f, n] = 1
-				print FILENAME " uses " n " (" def[n] ".c, layer " layer[def[n]] " above " layer[f] ")"
+				print FILENAME " uses " n " (" def[n] ".c, layer " layer[def[n]] ", not below " layer[f] ")"
 			}
 		}
 	}'
@@ -446,7 +448,7 @@ climbing_calls() {
 	fi
 }
 
-@test "no dispatcher file calls into a file above it in HACKING.md's layer order" {
+@test "every dispatcher file calls only into the layers below its own in HACKING.md's order" {
 	local f n
 	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
@@ -473,12 +475,14 @@ climbing_calls() {
 
 @test "the dispatcher's layer lint finds what it must" {
 	local d=$BATS_TEST_TMPDIR/d
-	printf '### The dispatcher by layer\n\n| 1 | base | low |\n| 2 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
+	printf '### The dispatcher by layer\n\n| 2 | base | low peer |\n| 10 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
 	dispatcher_layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
 	mkdir "$d"
-	# a call up, a function named as a value; not: a name in a comment
-	# or a string, a label, another file's static function (the heredocs
-	# lose their tabs: a column-0 body line must not read as a definition)
+	# a call up (layer 10 above 2: numbers, not strings), a function named
+	# as a value, a call within the layer; not: a call down, a name in a
+	# comment or a string, a label, another file's static function (the
+	# heredocs lose their tabs: a column-0 body line must not read as a
+	# definition)
 	cat >"$d/low.c" <<-'EOF'
 	/* high_fn() is high.c's, "quoted" */
 	int
@@ -486,7 +490,7 @@ climbing_calls() {
 	{
 	if (helper("high_other(), '\"' /*"))
 	goto done;
-	return high_fn() + f(high_other);
+	return high_fn() + f(high_other) + peer_fn();
 	done:
 	return 0;
 	}
@@ -513,9 +517,11 @@ climbing_calls() {
 	}
 	EOF
 	printf 'int\nstray_fn(void)\n{\n\treturn 0;\n}\n' >"$d/stray.c"
-	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$d"/{low,high,stray}.c
-	assert_output "$d/low.c uses high_fn (high.c, layer 2 above 1)
-$d/low.c uses high_other (high.c, layer 2 above 1)
+	printf 'int\npeer_fn(void)\n{\n\treturn 0;\n}\n' >"$d/peer.c"
+	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$d"/{low,high,stray,peer}.c
+	assert_output "$d/low.c uses high_fn (high.c, layer 10, not below 2)
+$d/low.c uses high_other (high.c, layer 10, not below 2)
+$d/low.c uses peer_fn (peer.c, layer 2, not below 2)
 $d/stray.c: no layer in HACKING.md"
 }
 
