@@ -13,7 +13,8 @@
  *   FOUND, started true                                stays accepted,
  *                                                      settled: not asked again
  *   FOUND otherwise, FILTERED, ERROR                   no decision: asked
- *                                                      again SETTLE_RETRY_MS later (asks.c)
+ *                                                      again SETTLE_RETRY_MS
+ *                                                      later (asks.c)
  *   no answer (the asking session ended)               asked again through
  *                                                      the next session
  *
