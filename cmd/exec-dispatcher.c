@@ -404,7 +404,7 @@ main(int argc, char **argv)
 		return ek_report(PROG, &e);
 	if (auth_init(dsp.cfg.store, dsp.cfg.admin_token_file, &e) < 0)
 		goto fail;
-	if (!(d = http_start(&e)))
+	if (!(d = routes_start(&e)))
 		goto fail;
 	port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
 	if (dsp.cfg.port_file && write_port_file(dsp.cfg.port_file, port, &e) < 0)

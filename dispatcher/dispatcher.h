@@ -5,34 +5,46 @@
  * executors, keeps its own SQLite store, and lets tests steer it through
  * /admin/ endpoints and injected faults.  cmd/exec-dispatcher.c parses the
  * options into dsp.cfg, opens the store and starts the server; the rest is
- * here, one file per area:
+ * here, one file per area, from the bottom layer up (HACKING.md draws the
+ * layers; a file calls only into the layers below its own):
  *
- *   http.c         the route table, a request's life in libmicrohttpd,
- *                  and the helpers every handler answers with
+ *   util.c         the run id's check, the log line
  *   store.c        the store: its schema (schema/dispatcher/), the
  *                  query helpers, one transaction per request (a read
  *                  or a write)
  *   faults.c       injected faults: the queue, and what each kind does
+ *                  (served in a request's place by routes.c)
+ *   gate.c         the gate's adaptive limit, from the latency it measures
+ *   http.c         the helpers every handler answers with, a handler's
+ *                  transaction, sending an answer, the gate's admission
+ *                  and counters, listening
+ *   auth.c         the admin token every /admin/ request shows; enrollment
+ *   starts.c       the start counts and notices executors show
+ *   asks.c         settlement's questions: the dispatcher's own inspections
+ *                  about an ended session's runs, asked through its
+ *                  executor's current session; the count of those waiting
+ *   bell.c         the work bell a waiting feed waits on
  *   sessions.c     negotiation, heartbeat, close, adoption; the session
  *                  gate every session-bound request passes
- *   settle.c       settlement of an ended session's runs: asked about
- *                  through its executor's current session, settled on the
- *                  answer, or abandoned by the sweep (see below)
  *   work.c         the work feed, acceptance receipts, hand-back, and
  *                  re-queueing a run as a new run of its transaction
  *   results.c      terminal results (group commit), the report log,
  *                  reports in flight
  *   inspections.c  a client's InspectRetainedRun, relayed; client tokens checked
  *   admin.c        /admin/: runs, summary, sessions, clients, faults
- *   auth.c         the admin token every /admin/ request shows; enrollment
- *   gate.c         the gate's adaptive limit, from the latency it measures
- *   util.c         ids, small checks, the log line
+ *   settle.c       settlement of an ended session's runs: settled on the
+ *                  answer (whose endpoint it composes), or abandoned by
+ *                  the sweep (see below)
+ *   routes.c       the top: the route table, a request's life through it
+ *                  in libmicrohttpd, and the fault hook
  *
  * Shape: libmicrohttpd runs one thread per connection and calls
- * on_request() for every request.  The request is looked up once in the
- * route table, whose row gives its handler, its kind (for the counters and
- * the gate) and its body's cap; the body is collected up to that cap, a
- * queued fault may be taken, then the row's handler answers.  Every handler that touches the store does so between
+ * routes.c's on_request() for every request.  The request is looked up
+ * once in the route table, whose row gives its handler, its kind (for the
+ * counters and the gate) and its body's cap; the body is collected up to
+ * that cap, the gate admits it, then the row's handler answers (or, while
+ * faults are queued, a fault it took answers in its place).  Every
+ * handler that touches the store does so between
  * tx_begin() (or tx_read()) and tx_end(): one SQLite connection, one
  * mutex, one transaction per request, so handlers see a consistent store.
  * A handler that writes takes the write lock, and lapsed leases are
@@ -234,12 +246,13 @@ struct route;
 
 struct req {
 	struct MHD_Connection *conn;
-	char method[16], path[512], arg[200];   /* arg: the path's "*" segment */
+	char method[16], path[512], arg[200];   /* arg: the path's (last) "*" segment */
+	char parent[200];                        /* the "*" segment before arg, if any */
 	const struct route *route;
 	char allow[64];                          /* methods the path supports */
 	char *body;
 	size_t len, cap, limit;
-	bool too_big, is_result, rollback;
+	bool too_big, rollback;
 	int denied;                              /* /admin/ without the admin token: 401/403 */
 	enum req_kind kind;                      /* what it is, for the counters and the gate */
 	bool gated;                              /* counted in the stats' in-flight */
@@ -275,8 +288,6 @@ json_t *body_json(struct req *rq);
 /* The token of the request's "Authorization: Bearer" header, or NULL. */
 const char *req_bearer(struct req *rq);
 
-/* Run the request's handler (or answer 404/405); the HTTP status. */
-int dispatch(struct req *rq);
 /* Send rq->out with status. */
 enum MHD_Result respond(struct req *rq, int status);
 /* Send text (len bytes, freed here) with status as application/json. */
@@ -290,8 +301,21 @@ bool peer_gone(struct MHD_Connection *conn);
  * given, when the client has gone. */
 void nap(int64_t ms, struct MHD_Connection *conn);
 
-/* Start listening on 127.0.0.1:dsp.cfg.port; NULL with e filled. */
-struct MHD_Daemon *http_start(struct ek_err *e);
+/* The gate (see http.c), for a request's life (routes.c): rq arrives and
+ * is counted; is it past the gate (answer 429 with rq->retry_after_s), or
+ * must it wait *turn_ms for its turn first?  gate_wait_turn() waits,
+ * false if its client left meanwhile; rq leaves the counts, once; a result
+ * served took rtt_us (a sample of the adaptive limit, gate.c). */
+void gate_enter(struct req *rq);
+bool gate_closed(struct req *rq, int64_t *turn_ms);
+bool gate_wait_turn(struct req *rq, int64_t turn_ms);
+void gate_leave(struct req *rq);
+void gate_served(int64_t rtt_us);
+
+/* Start listening on 127.0.0.1:dsp.cfg.port with libmicrohttpd calling
+ * on_request and on_completed (routes.c's); NULL with e filled. */
+struct MHD_Daemon *http_start(MHD_AccessHandlerCallback on_request,
+    MHD_RequestCompletedCallback on_completed, struct ek_err *e);
 
 /* ---- store.c -------------------------------------------------------- */
 
@@ -348,6 +372,9 @@ int store_end(bool commit, struct ek_err *e);
 
 /* The kind's name, as the admin API and the report log spell it. */
 const char *fault_name(int kind);
+/* Is any fault queued?  Without one a request takes none, and never
+ * reaches the fault hook (routes.c). */
+bool fault_any(void);
 /* Take one use of the first queued fault whose path prefixes path. */
 struct fault fault_take(const char *path);
 /* Take one use of the first fault queued at point (its path, exactly):
@@ -359,8 +386,6 @@ const char *fault_parse(json_t *in, struct fault *f);
 int fault_queue(const struct fault *f);
 /* Forget every queued fault; how many there were. */
 size_t fault_clear(void);
-/* Serve rq under its fault; MHD_NO closes without an answer. */
-enum MHD_Result fault_serve(struct req *rq);
 
 /* ---- sessions.c ----------------------------------------------------- */
 
@@ -377,18 +402,28 @@ int sess_gate(struct req *rq, const char *sid, const char *inc, bool unknown_401
 
 handler_fn h_negotiate, h_heartbeat, h_close, h_adopt;
 
-/* ---- settle.c ------------------------------------------------------- */
+/* ---- asks.c --------------------------------------------------------- */
+
+/* At most this many inspections wait for one session's answer. */
+enum { INSPECT_PENDING_MAX = 1024 };
+
+/* How many inspections wait for session sid's answer (the clients' and
+ * the dispatcher's own); -1 on error. */
+int64_t inspections_pending(struct ek_err *e, const char *sid);
 
 /* Ask, through current session sid, about the unsettled runs of its
  * executor's ended sessions (past --settle-after-ms), as far as the
  * pending caps allow; 0 or -1 with e filled. */
 int settle_ask(struct ek_err *e, const char *sid);
-/* Inspection id was just answered with answer: if the dispatcher asked
- * it, settle its run as the answer says (invariant 7); 0 or -1. */
-int settle_answer(struct ek_err *e, const char *id, json_t *answer);
+
+/* ---- settle.c (above the handlers) ---------------------------------- */
+
 /* The sweep, once a second from main: abandon what nobody settled in
  * time, ask through every current session.  Takes dsp.store.mu. */
 void settle_sweep(void);
+
+/* The answer to an inspection: recorded (inspections.c), then settled on. */
+handler_fn h_inspection_answer;
 
 /* ---- starts.c ------------------------------------------------------- */
 
@@ -413,6 +448,21 @@ int starts_noticed(struct req *rq, const char *sid, json_t *in);
 int starts_restored(struct req *rq, const char *xid, const char *sid, int64_t shown, int64_t seen,
     bool backup);
 
+/* ---- bell.c --------------------------------------------------------- */
+
+/* Ring the work bell: runs became queued; a waiting feed looks again. */
+void work_ring(void);
+/* A session ended: every waiting feed looks again (its own gets its 410). */
+void work_session_ended(void);
+/* A feed waiting for work: how many sessions ended so far; register as a
+ * waiter (in) before the first look, or leave; wait for a ring's token,
+ * until ms pass, a session ends after the count ends, the dispatcher stops
+ * or the peer hangs up (in slices, so that the last two are noticed): true
+ * when this waiter took a token. */
+unsigned bell_ends(void);
+void bell_register(bool in);
+bool bell_await(int64_t ms, unsigned ends, struct MHD_Connection *conn);
+
 /* ---- work.c --------------------------------------------------------- */
 
 /* Re-queue run_id (offered or accepted, no result, not settled) as a new
@@ -421,11 +471,6 @@ int starts_restored(struct req *rq, const char *xid, const char *sid, int64_t sh
  * as (at least 24 bytes), or -1 with e filled. */
 int run_requeue(struct ek_err *e, const char *run_id, const char *state, const char *how,
     const char *insp, char *as);
-
-/* Ring the work bell: runs became queued; a waiting feed looks again. */
-void work_ring(void);
-/* A session ended: every waiting feed looks again (its own gets its 410). */
-void work_session_ended(void);
 
 handler_fn h_work, h_receipts, h_handback;
 
@@ -448,19 +493,27 @@ void results_commits(int64_t *batches, int64_t *results, int64_t *largest);
 
 /* ---- inspections.c -------------------------------------------------- */
 
-/* At most this many inspections wait for one session's answer. */
-enum { INSPECT_PENDING_MAX = 1024 };
+/* POST /v1/sessions/{sid}/inspections/{id} (settle.c's h_inspection_answer()),
+ * before its transaction: the session id into sid (n bytes), the body
+ * parsed, its size checked; 0, or 400 (answer set). */
+int inspection_answer_check(struct req *rq, char *sid, size_t n);
+/* ... inside its transaction: session sid gated and the answer recorded
+ * once (invariant 5); 200, or the error status (answer set). */
+int inspection_answer_record(struct req *rq, const char *sid);
 
-/* How many inspections wait for session sid's answer; -1 on error. */
-int64_t inspections_pending(struct ek_err *e, const char *sid);
-
-handler_fn h_inspection_new, h_inspection_get, h_inspection_list, h_inspection_answer;
+handler_fn h_inspection_new, h_inspection_get, h_inspection_list;
 
 /* ---- admin.c -------------------------------------------------------- */
 
 handler_fn h_submit, h_list_runs, h_show_run, h_summary, h_revoke, h_expire, h_replace,
 	h_lease, h_stats, h_list_sessions, h_client_new, h_list_clients, h_client_revoke, h_add_fault,
 	h_clear_faults;
+
+/* ---- routes.c (the top) --------------------------------------------- */
+
+/* Serve the route table on 127.0.0.1:dsp.cfg.port (http_start()); NULL
+ * with e filled. */
+struct MHD_Daemon *routes_start(struct ek_err *e);
 
 /* ---- auth.c -------------------------------------------------------- */
 
@@ -487,13 +540,6 @@ handler_fn h_enroll_new;
 
 /* Is s a run id: 1..RUN_ID_MAX bytes of [A-Za-z0-9._:-]? */
 bool is_run_id(const char *s);
-
-/* Is path an operator's, below PROTO_ADMIN? */
-bool is_admin_path(const char *path);
-
-/* What follows PROTO_SESSIONS in path, from the '/' before the session
- * id ("/SID/heartbeat"), or NULL for a path that is not below it. */
-const char *session_own(const char *path);
 
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

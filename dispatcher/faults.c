@@ -3,8 +3,9 @@
  *
  * POST /admin/faults queues a fault of one kind for the next count
  * requests whose path starts with its path (default /v1/results); each
- * request takes one use of the first matching fault when it arrives.
- * fault_serve() then does what the kind says:
+ * request takes one use of the first matching fault when it arrives, and
+ * routes.c's fault hook then does what the kind says (only while some
+ * fault is queued does a request look here at all: fault_any()):
  *
  *   delay      wait delay_ms, then serve as usual
  *   hang       wait delay_ms (default 60000) or until the client leaves,
@@ -28,42 +29,41 @@
  *
  * A /v1/results request a fault kept from its handler is still kept in
  * `reports` (invariant 2), with the fault's name.
+ *
+ * This file is the queue only, below every other: the handlers queue
+ * (admin.c) and take (results.c) faults, and the route layer serves them.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dispatcher.h"
 
-/* What each kind is called; the kinds that answer in the handler's place
- * with an error have its status and code here. */
-static const struct {
-	const char *name;
-	int status;
-	const char *code;
-} kinds[F_KINDS] = {
-	[F_NONE] = { "none", 0, NULL },
-	[F_DELAY] = { "delay", 0, NULL },
-	[F_DROP_ACK] = { "drop_ack", 0, NULL },
-	[F_5XX] = { "5xx", 503, "unavailable" },
-	[F_429] = { "429", 429, "overloaded" },
-	[F_RESET] = { "reset", 0, NULL },
-	[F_MALFORMED] = { "malformed", 0, NULL },
-	[F_HANG] = { "hang", 0, NULL },
-	[F_4XX] = { "4xx", 400, "invalid" },
-	[F_LIE] = { "lie", 0, NULL },
+/* What each kind is called. */
+static const char *const names[F_KINDS] = {
+	[F_NONE] = "none", [F_DELAY] = "delay", [F_DROP_ACK] = "drop_ack", [F_5XX] = "5xx",
+	[F_429] = "429", [F_RESET] = "reset", [F_MALFORMED] = "malformed", [F_HANG] = "hang",
+	[F_4XX] = "4xx", [F_LIE] = "lie",
 };
 
 static struct {
 	pthread_mutex_t mu;
 	struct fault q[64];
 	size_t n;
+	atomic_bool any;         /* n > 0, read without the mutex */
 } faults = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 const char *
 fault_name(int kind)
 {
-	return kinds[kind].name;
+	return names[kind];
+}
+
+bool
+fault_any(void)
+{
+	return atomic_load(&faults.any);
 }
 
 /* Take one of the first queued fault whose path matches: exactly, or as a
@@ -74,6 +74,8 @@ take(const char *path, bool prefix)
 	struct fault f = { .kind = F_NONE };
 	size_t i;
 
+	if (!fault_any())
+		return f;
 	pthread_mutex_lock(&faults.mu);
 	for (i = 0; i < faults.n; i++) {
 		if (prefix ? strncmp(path, faults.q[i].path, strlen(faults.q[i].path)) != 0 :
@@ -82,7 +84,7 @@ take(const char *path, bool prefix)
 		f = faults.q[i];
 		if (--faults.q[i].count == 0) {
 			memmove(faults.q + i, faults.q + i + 1, (faults.n - i - 1) * sizeof faults.q[0]);
-			faults.n--;
+			atomic_store(&faults.any, --faults.n > 0);
 		}
 		break;
 	}
@@ -113,7 +115,7 @@ kind_of(const char *name)
 	int k;
 
 	for (k = F_NONE + 1; name && k < F_KINDS; k++)
-		if (strcmp(kinds[k].name, name) == 0)
+		if (strcmp(names[k], name) == 0)
 			return k;
 	return F_NONE;
 }
@@ -169,8 +171,10 @@ fault_queue(const struct fault *f)
 
 	pthread_mutex_lock(&faults.mu);
 	full = faults.n == sizeof faults.q / sizeof faults.q[0];
-	if (!full)
+	if (!full) {
 		faults.q[faults.n++] = *f;
+		atomic_store(&faults.any, true);
+	}
 	pthread_mutex_unlock(&faults.mu);
 	return full ? -1 : 0;
 }
@@ -183,75 +187,7 @@ fault_clear(void)
 	pthread_mutex_lock(&faults.mu);
 	n = faults.n;
 	faults.n = 0;
+	atomic_store(&faults.any, false);
 	pthread_mutex_unlock(&faults.mu);
 	return n;
-}
-
-/* A lie in chunks: a few bytes at each call, so the body comes in several. */
-static ssize_t
-drip(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	const char *text = cls;
-	size_t len = strlen(text), n;
-
-	if (pos >= len)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	n = len - (size_t)pos < 5 ? len - (size_t)pos : 5;
-	n = n < max ? n : max;
-	memcpy(buf, text + pos, n);
-	return (ssize_t)n;
-}
-
-static enum MHD_Result
-send_chunked(struct req *rq, int status, char *text)
-{
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, drip, text, free);
-	enum MHD_Result r;
-
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	r = MHD_queue_response(rq->conn, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	log_request(rq, status);
-	return r;
-}
-
-enum MHD_Result
-fault_serve(struct req *rq)
-{
-	int kind = rq->fault.kind, status;
-	char *junk;
-
-	if (kind == F_HANG)
-		nap(rq->fault.delay_ms, rq->conn);
-	if (kind == F_RESET || kind == F_HANG) {
-		report_fault(rq, 0);
-		log_request(rq, 0);
-		return MHD_NO;
-	}
-	if (kind == F_LIE && (junk = strdup(rq->fault.body))) {
-		report_fault(rq, rq->fault.status);
-		return rq->fault.chunked ? send_chunked(rq, rq->fault.status, junk) :
-		    send_text(rq, rq->fault.status, junk, strlen(junk));
-	}
-	if (kinds[kind].status) {
-		if ((kind == F_5XX || kind == F_429) && rq->fault.delay_ms > 0)
-			rq->retry_after_s = (int)((rq->fault.delay_ms + 999) / 1000);
-		status = fail(rq, kinds[kind].status, kinds[kind].code, "injected fault");
-		report_fault(rq, status);
-		return respond(rq, status);
-	}
-	if (kind == F_DELAY)
-		nap(rq->fault.delay_ms, NULL);
-	status = dispatch(rq);
-	if (kind == F_DROP_ACK) {
-		log_request(rq, 0);
-		return MHD_NO;
-	}
-	if (kind == F_MALFORMED && (junk = strdup("{\"status\":\"recorded\",<html>")))
-		return send_text(rq, 200, junk, strlen(junk));
-	return respond(rq, status);
 }

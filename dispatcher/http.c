@@ -1,12 +1,10 @@
 /*
- * http — the dispatcher's face to libmicrohttpd: the route table, a
- * request's life (collect the body up to a cap, take a queued fault,
- * dispatch to a handler, send the JSON answer, log one line), and the
- * helpers every handler answers with.
- *
- * libmicrohttpd calls on_request() once when a request arrives, once per
- * chunk of upload, and once more when the upload is complete; the request
- * is served then, and freed by on_completed().
+ * http — the dispatcher's HTTP below the handlers: the helpers every
+ * handler answers with and works in (an error body, the JSON answer, the
+ * request's body, its transaction on the store, a 500 for a store error),
+ * sending an answer and its log line, the gate's admission and counters,
+ * and listening on 127.0.0.1.  It names no handler: the route table and a
+ * request's life through it are routes.c's, at the top.
  */
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -22,8 +20,6 @@
 
 #include "clock.h"
 #include "dispatcher.h"
-
-enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
 
 int
 fail(struct req *rq, int status, const char *code, const char *fmt, ...)
@@ -159,108 +155,6 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	say("mhd: %s", line);
 }
 
-/* The route table: each endpoint (doc/protocol.md's endpoint table, which
- * tests/docs.bats holds to this one), its handler, its kind (for the
- * counters and the gate) and the most its body may hold.  A request is
- * looked up here once, and everything about it follows from its row. */
-static const struct route {
-	const char *method, *pattern;   /* "*" matches one path segment */
-	handler_fn *fn;
-	enum req_kind kind;
-	size_t limit;
-} routes[] = {
-	{ "POST", "/v1/sessions", h_negotiate, RK_NEGOTIATE, V1_MAX },
-	{ "POST", "/v1/sessions/*/heartbeat", h_heartbeat, RK_HEARTBEAT, V1_MAX },
-	{ "DELETE", "/v1/sessions/*", h_close, RK_CLOSE, V1_MAX },
-	{ "GET", "/v1/sessions/*/work", h_work, RK_FEED, V1_MAX },
-	{ "POST", "/v1/sessions/*/receipts", h_receipts, RK_OTHER, V1_MAX },
-	{ "POST", "/v1/sessions/*/adoptions", h_adopt, RK_OTHER, V1_MAX },
-	{ "POST", "/v1/sessions/*/handback", h_handback, RK_OTHER, V1_MAX },
-	{ "POST", "/v1/results", h_result, RK_RESULT, RESULT_BODY_MAX },
-	{ "POST", "/v1/inspections", h_inspection_new, RK_OTHER, V1_MAX },
-	{ "GET", "/v1/inspections/*", h_inspection_get, RK_OTHER, V1_MAX },
-	{ "GET", "/v1/sessions/*/inspections", h_inspection_list, RK_OTHER, V1_MAX },
-	{ "POST", "/v1/sessions/*/inspections/*", h_inspection_answer, RK_OTHER, V1_MAX },
-	{ "POST", "/admin/runs", h_submit, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/runs", h_list_runs, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/runs/*", h_show_run, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/summary", h_summary, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/stats", h_stats, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/sessions/*/revoke", h_revoke, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/sessions/*/expire", h_expire, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/sessions/*/replace", h_replace, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/sessions/*/lease", h_lease, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/sessions", h_list_sessions, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/clients", h_client_new, RK_ADMIN, ADMIN_MAX },
-	{ "GET", "/admin/clients", h_list_clients, RK_ADMIN, ADMIN_MAX },
-	{ "DELETE", "/admin/clients/*", h_client_revoke, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/faults", h_add_fault, RK_ADMIN, ADMIN_MAX },
-	{ "DELETE", "/admin/faults", h_clear_faults, RK_ADMIN, ADMIN_MAX },
-	{ "POST", "/admin/enrollments", h_enroll_new, RK_ADMIN, ADMIN_MAX },
-};
-
-/* Does path match pat ("*" = one non-empty segment, copied to arg)? */
-static bool
-route_match(const char *pat, const char *path, char *arg, size_t argsz)
-{
-	size_t n;
-
-	while (*pat && *path) {
-		if (*pat == '*') {
-			n = strcspn(path, "/");
-			if (n == 0 || n >= argsz)
-				return false;
-			memcpy(arg, path, n);
-			arg[n] = '\0';
-			path += n;
-			pat++;
-		} else if (*pat++ != *path++)
-			return false;
-	}
-	return !*pat && !*path;
-}
-
-/* Pick rq->route for the method and path; collect rq->allow for a 405.
- * The row rq is classified by: its route, else the first whose path it
- * has (a 405), else NULL (a 404). */
-static const struct route *
-route_find(struct req *rq)
-{
-	size_t i, n = sizeof routes / sizeof routes[0];
-	const struct route *like = NULL;
-
-	for (i = 0; i < n && !rq->route; i++) {
-		if (!route_match(routes[i].pattern, rq->path, rq->arg, sizeof rq->arg))
-			continue;
-		if (!like)
-			like = &routes[i];
-		if (strcmp(routes[i].method, rq->method) == 0)
-			rq->route = like = &routes[i];
-		else if (!strstr(rq->allow, routes[i].method))
-			snprintf(rq->allow + strlen(rq->allow), sizeof rq->allow - strlen(rq->allow),
-			    "%s%s", rq->allow[0] ? ", " : "", routes[i].method);
-	}
-	return like;
-}
-
-/* rq's kind and body limit, from the route row r (route_find); a path no
- * route has is an operator's below PROTO_ADMIN, else "other". */
-static void
-req_classify(struct req *rq, const struct route *r)
-{
-	if (r) {
-		rq->kind = r->kind;
-		rq->limit = r->limit;
-	} else if (is_admin_path(rq->path)) {
-		rq->kind = RK_ADMIN;
-		rq->limit = ADMIN_MAX;
-	} else {
-		rq->kind = RK_OTHER;
-		rq->limit = V1_MAX;
-	}
-	rq->is_result = rq->kind == RK_RESULT;
-}
-
 void
 log_request(struct req *rq, int status)
 {
@@ -304,16 +198,6 @@ respond(struct req *rq, int status)
 	char *text = json_dumps(rq->out ? rq->out : json_object(), JSON_COMPACT);
 
 	return send_text(rq, status, text, text ? strlen(text) : 0);
-}
-
-int
-dispatch(struct req *rq)
-{
-	if (rq->route)
-		return rq->route->fn(rq);
-	if (rq->allow[0])
-		return fail(rq, 405, "method_not_allowed", "%s does not allow %s", rq->path, rq->method);
-	return fail(rq, 404, "not_found", "no such endpoint '%s'", rq->path);
 }
 
 /*
@@ -370,7 +254,7 @@ atomic_raise(atomic_llong *high, long long v)
 		;
 }
 
-static void
+void
 gate_enter(struct req *rq)
 {
 	atomic_fetch_add(&stats.requests, 1);
@@ -450,7 +334,7 @@ gate_turn_ms(void)
 /* Past the gate?  Then rq is answered 429 in the handler's place, with
  * rq->retry_after_s set.  Else *turn_ms is how long it waits for its turn
  * first (0: none): its token is taken now, so the bucket owes it. */
-static bool
+bool
 gate_closed(struct req *rq, int64_t *turn_ms)
 {
 	bool full, fast = false;
@@ -507,7 +391,7 @@ http_park(struct req *rq, bool parked)
  * client that has its answer may send the next request before the
  * completion runs on a loaded machine, and must not find the gate full of
  * a request already answered. */
-static void
+void
 gate_leave(struct req *rq)
 {
 	if (rq->gated)
@@ -540,66 +424,11 @@ http_stats_read(struct http_stats *out)
 		out->by_kind[k] = atomic_load(&stats.by_kind[k]);
 }
 
-/* A new request: copy method and path, route it, take a fault. */
-static struct req *
-req_new(struct MHD_Connection *conn, const char *url, const char *method)
-{
-	struct req *rq = calloc(1, sizeof *rq);
-
-	if (!rq)
-		return NULL;
-	rq->conn = conn;
-	rq->t0 = mono_ms();
-	snprintf(rq->method, sizeof rq->method, "%s", method);
-	if (strlen(url) < sizeof rq->path) {
-		snprintf(rq->path, sizeof rq->path, "%s", url);
-		req_classify(rq, route_find(rq));
-	} else {
-		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
-		req_classify(rq, NULL);
-	}
-	/* an /admin/ request without the admin token is refused before
-	 * anything else: it takes no fault and reaches no handler */
-	if (is_admin_path(rq->path) && (rq->denied = auth_admin(rq)))
-		rq->limit = 0;
-	else
-		rq->fault = fault_take(rq->path);
-	gate_enter(rq);
-	return rq;
-}
-
-/* Append upload data to the body, up to rq->limit; beyond it, discard. */
-static void
-req_append(struct req *rq, const char *data, size_t n)
-{
-	size_t want = rq->len + n + 1;
-	char *p;
-
-	if (rq->too_big || want > rq->limit + 1) {
-		rq->too_big = true;
-		return;
-	}
-	if (want > rq->cap) {
-		size_t cap = rq->cap ? rq->cap : 4096;
-		while (cap < want)
-			cap *= 2;
-		if (!(p = realloc(rq->body, cap))) {
-			rq->too_big = true;
-			return;
-		}
-		rq->body = p;
-		rq->cap = cap;
-	}
-	memcpy(rq->body + rq->len, data, n);
-	rq->len += n;
-	rq->body[rq->len] = '\0';
-}
-
 /* Wait turn_ms for rq's turn at --max-rate, parked; false if its client
  * left meanwhile.  The turn of a client that left is given back to the
  * bucket: it would otherwise be a turn nobody is served in. */
-static bool
-wait_turn(struct req *rq, int64_t turn_ms)
+bool
+gate_wait_turn(struct req *rq, int64_t turn_ms)
 {
 	bool gone;
 
@@ -616,92 +445,15 @@ wait_turn(struct req *rq, int64_t turn_ms)
 	return !gone;
 }
 
-/* The body is complete: count the report in flight, then serve it. */
-static enum MHD_Result
-req_finish(struct req *rq)
+void
+gate_served(int64_t rtt_us)
 {
-	const char *id = rq->is_result && body_json(rq) ?
-	    json_string_value(json_object_get(rq->in, "run_id")) : NULL;
-	char run_id[RUN_ID_MAX + 1] = "";
-	enum MHD_Result r;
-	int64_t turn_ms, t_us;
-	int n;
-
-	if (id && is_run_id(id)) {
-		snprintf(run_id, sizeof run_id, "%s", id);
-		if ((n = flight_enter(run_id)) > 0)
-			flight_persist(run_id, n);
-	}
-	if (rq->denied) {           /* answered as auth_admin() said, nothing else done */
-		r = respond(rq, rq->denied);
-		gate_leave(rq);
-		return r;
-	}
-	json_decref(rq->out);       /* a 400 from body_json() is answered by the handler */
-	rq->out = NULL;
-	if (gate_closed(rq, &turn_ms)) {
-		json_decref(rq->in);
-		rq->in = NULL;
-		r = respond(rq, fail(rq, 429, "overloaded", "past the gate (limit %lld, --max-inflight"
-		    " %lld, --max-rate %lld); retry after %d s", (long long)gate_limit(),
-		    (long long)dsp.cfg.max_inflight, (long long)dsp.cfg.max_rate, rq->retry_after_s));
-	} else if (turn_ms > 0 && !wait_turn(rq, turn_ms)) {
-		log_request(rq, 0);   /* its client left while it waited: nobody to answer */
-		r = MHD_NO;
-	} else {
-		t_us = gate_now_us();
-		r = fault_serve(rq);
-		/* the limit's sample: a result its handler served (a fault that
-		 * answers in its place says nothing of the store's pace) */
-		if (rq->kind == RK_RESULT && turn_ms == 0 &&
-		    (rq->fault.kind == F_NONE || rq->fault.kind == F_DELAY))
-			gate_sample(gate_now_us() - t_us, atomic_load(&stats.gateable));
-	}
-	if (run_id[0])
-		flight_leave(run_id);
-	gate_leave(rq);
-	return r;
-}
-
-/* libmicrohttpd's access handler: called once per request, then per
- * chunk of upload, then once more when the upload is complete. */
-static enum MHD_Result
-on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-    const char *version, const char *data, size_t *size, void **ctx)
-{
-	struct req *rq = *ctx;
-
-	if (!rq) {
-		*ctx = req_new(conn, url, method);
-		return *ctx ? MHD_YES : MHD_NO;
-	}
-	if (*size) {
-		req_append(rq, data, *size);
-		*size = 0;
-		return MHD_YES;
-	}
-	return req_finish(rq);
-}
-
-/* Free a request's state when libmicrohttpd is done with it. */
-static void
-on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
-    enum MHD_RequestTerminationCode toe)
-{
-	struct req *rq = *ctx;
-
-	if (!rq)
-		return;
-	gate_leave(rq);
-	json_decref(rq->in);
-	json_decref(rq->out);
-	free(rq->body);
-	free(rq);
-	*ctx = NULL;
+	gate_sample(rtt_us, atomic_load(&stats.gateable));
 }
 
 struct MHD_Daemon *
-http_start(struct ek_err *e)
+http_start(MHD_AccessHandlerCallback on_request, MHD_RequestCompletedCallback on_completed,
+    struct ek_err *e)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct MHD_Daemon *d;

@@ -14,10 +14,12 @@
  * names the session it asks about, and only the client that asked an
  * inspection reads it (invariant 6): to any other it does not exist.
  *
- * The dispatcher asks too (settle_ask() in settle.c, as the reserved
+ * The dispatcher asks too (settle_ask() in asks.c, as the reserved
  * client cli-settlement): its inspections wait in the same table, are
- * listed and answered exactly like a client's, and their answers also go
- * to settle_answer().  No client reads them.
+ * listed and answered exactly like a client's.  No client reads them.
+ * An answer's endpoint is settle.c's, above this file: it records the
+ * answer with inspection_answer_record() and then lets settlement decide
+ * on it, in the same transaction.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -105,18 +107,6 @@ inspection_session(struct req *rq, const char *sid)
 	if (r == 0)
 		return fail(rq, 404, "unknown_session", "no session '%s'", sid);
 	return strcmp(s.status, "current") == 0 ? 0 : fail_over(rq, s.status);
-}
-
-int64_t
-inspections_pending(struct ek_err *e, const char *sid)
-{
-	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM inspections"
-	    " WHERE session_id=? AND status='pending'", "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ?
-	    sqlite3_column_int64(st, 0) : -1;
-
-	db_done(&dsp.store.db, st);
-	return n;
 }
 
 /* POST /v1/inspections: a client asks, through the executor holding the
@@ -350,8 +340,7 @@ inspection_record(struct req *rq, const char *sid)
 		status = fail(rq, 400, "invalid", "%s", why);
 	else if (!(text = json_dumps(rq->in, JSON_COMPACT)) ||
 	    sql_exec(&rq->e, "UPDATE inspections SET status='answered', answer=?, answered_ms=?"
-	    " WHERE inspection_id=? AND status='pending'", "sis", text, now_ms(), rq->arg) < 0 ||
-	    settle_answer(&rq->e, rq->arg, rq->in) < 0)   /* the dispatcher's own question */
+	    " WHERE inspection_id=? AND status='pending'", "sis", text, now_ms(), rq->arg) < 0)
 		status = text ? internal(rq) : fail(rq, 500, "internal", "out of memory");
 	else
 		status = answer(rq, 200, json_pack("{s:s, s:s}", "status", "recorded",
@@ -361,25 +350,21 @@ inspection_record(struct req *rq, const char *sid)
 	return status;
 }
 
-/* POST /v1/sessions/{sid}/inspections/{id}: the executor's answer,
- * recorded once; a second answer is a conflict. */
 int
-h_inspection_answer(struct req *rq)
+inspection_answer_check(struct req *rq, char *sid, size_t n)
 {
-	const char *p = session_own(rq->path) + 1;   /* the session id on */
-	char sid[200];
-	int status;
-
-	/* the route matched, so p starts with a non-empty sid segment */
-	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(p, "/"), p);
+	snprintf(sid, n, "%s", rq->parent);   /* the route's first "*" */
 	if (!body_json(rq))
 		return 400;
 	if (rq->len > INSPECT_ANSWER_MAX)
 		return fail(rq, 400, "invalid", "answer larger than %d bytes", INSPECT_ANSWER_MAX);
-	if (tx_begin(rq) < 0)
-		return 500;
-	if (!(status = sess_gate(rq, sid, NULL, false)))
-		status = inspection_record(rq, sid);
-	return tx_end(rq, status);
+	return 0;
 }
 
+int
+inspection_answer_record(struct req *rq, const char *sid)
+{
+	int status = sess_gate(rq, sid, NULL, false);
+
+	return status ? status : inspection_record(rq, sid);
+}

@@ -349,7 +349,7 @@ report_fault(struct req *rq, int status)
 		json_string_value(json_object_get(in, "session_id")) };
 	char sha[SHA256_HEX_LEN + 1];
 
-	if (!rq->is_result)
+	if (rq->kind != RK_RESULT)
 		return;
 	sha256_hex(rq->body ? rq->body : "", rq->len, sha);
 	if (tx_begin(rq) < 0)

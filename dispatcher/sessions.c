@@ -7,8 +7,9 @@
  * sess_gate() is the one check every session-bound request passes: the
  * session is current and the Bearer credential hashes to the stored one.
  *
- * What becomes of an ended session's runs, settlement, is settle.c's: a
- * heartbeat here lets it ask through the executor's current session.
+ * What becomes of an ended session's runs, settlement, is settle.c's,
+ * above this file; a heartbeat here asks its questions (asks.c) through
+ * the executor's current session.
  */
 #include <errno.h>
 #include <inttypes.h>

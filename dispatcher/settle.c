@@ -13,99 +13,26 @@
  *   FOUND, started true                                stays accepted,
  *                                                      settled: not asked again
  *   FOUND otherwise, FILTERED, ERROR                   no decision: asked
- *                                                      again SETTLE_RETRY_MS later
+ *                                                      again SETTLE_RETRY_MS
+ *                                                      later (asks.c)
  *   no answer (the asking session ended)               asked again through
  *                                                      the next session
  *
  * A run still unsettled --abandon-after-ms after its session's end is
  * abandoned by the sweep: final, visible, never re-run.
  *
- * settle_ask() runs in a heartbeat's transaction (sessions.c),
- * settle_answer() in the answer's (inspections.c), settle_sweep() once a
- * second from main.
+ * Settlement sits above the handlers it composes.  The asking is below
+ * it (asks.c: settle_ask(), which a heartbeat runs in its transaction);
+ * an answer's endpoint is here: h_inspection_answer() records the answer
+ * as inspections.c does and then settles on it, in one transaction;
+ * settle_sweep() runs once a second from main.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
 #include "dispatcher.h"
-
-enum { SETTLE_PENDING_MAX = 512,     /* the dispatcher's own share of a session's cap */
-	SETTLE_RETRY_MS = 5000 };    /* after an answer that decided nothing */
-
-/* How many of the dispatcher's own inspections wait for session sid. */
-static int64_t
-settle_pending(struct ek_err *e, const char *sid)
-{
-	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM settlement_asks a JOIN inspections i"
-	    " ON i.inspection_id=a.inspection_id WHERE i.session_id=? AND i.status='pending'",
-	    "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ? sqlite3_column_int64(st, 0) : -1;
-
-	db_done(&dsp.store.db, st);
-	return n;
-}
-
-/* Ask session sid about run_id, owned by the ended session owner. */
-static int
-settle_ask_one(struct ek_err *e, const char *sid, const char *run_id, const char *owner,
-    int64_t now)
-{
-	char id[32];
-
-	if (random_hex(id, sizeof id, "insp-", 8) < 0)
-		return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
-	return sql_exec(e, "INSERT INTO inspections(inspection_id, session_id, run_id, status,"
-	    " created_ms) VALUES(?,?,?,'pending',?)", "sssi", id, sid, run_id, now) < 0 ||
-	    sql_exec(e, "INSERT INTO settlement_asks(inspection_id, run_id, owner_session,"
-	    " asked_ms) VALUES(?,?,?,?)", "sssi", id, run_id, owner, now) < 0 ? -1 : 0;
-}
-
-int
-settle_ask(struct ek_err *e, const char *sid)
-{
-	int64_t now = now_ms(), pending = inspections_pending(e, sid), own, room;
-	json_t *todo;
-	sqlite3_stmt *st;
-	size_t i;
-	int r;
-
-	if (pending < 0 || (own = settle_pending(e, sid)) < 0)
-		return -1;
-	room = INSPECT_PENDING_MAX - pending < SETTLE_PENDING_MAX - own ?
-	    INSPECT_PENDING_MAX - pending : SETTLE_PENDING_MAX - own;
-	if (room <= 0)
-		return 0;
-	/* the runs of sid's executor's ended sessions that no answer settled
-	 * yet, not asked in sid already, nor answered lately */
-	st = sql_prep(e, "SELECT r.run_id, r.owner_session FROM sessions c"
-	    " JOIN sessions o ON o.executor_id=c.executor_id AND o.status<>'current'"
-	    " JOIN session_ends x ON x.session_id=o.session_id AND x.ended_ms<=?"
-	    " JOIN runs r ON r.owner_session=o.session_id AND r.state IN ('offered','accepted')"
-	    " WHERE c.session_id=? AND c.status='current'"
-	    " AND NOT EXISTS(SELECT 1 FROM results s WHERE s.run_id=r.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)"
-	    " AND NOT EXISTS(SELECT 1 FROM settlement_asks a JOIN inspections i"
-	    "  ON i.inspection_id=a.inspection_id WHERE a.run_id=r.run_id"
-	    "  AND ((i.status='pending' AND i.session_id=c.session_id)"
-	    "   OR (i.status='answered' AND i.answered_ms>?)))"
-	    " ORDER BY r.submit_seq LIMIT ?", "isii", now - dsp.cfg.settle_after_ms, sid,
-	    now - SETTLE_RETRY_MS, room);
-	if (!st || !(todo = json_array())) {
-		db_done(&dsp.store.db, st);
-		return st ? ek_fail(e, EK_OSERR, "out of memory") : -1;
-	}
-	while ((r = db_step(&dsp.store.db, st, e)) == 1)
-		json_array_append_new(todo, json_pack("[s, s]", col(st, 0), col(st, 1)));
-	db_done(&dsp.store.db, st);
-	for (i = 0; r == 0 && i < json_array_size(todo); i++)
-		r = settle_ask_one(e, sid, json_string_value(json_array_get(json_array_get(todo, i), 0)),
-		    json_string_value(json_array_get(json_array_get(todo, i), 1)), now);
-	json_decref(todo);
-	return r;
-}
 
 /* Settle run_id on inspection id as started: it stays with its executor,
  * whose result comes through adoption; it is not asked about again. */
@@ -116,7 +43,9 @@ settle_started(struct ek_err *e, const char *run_id, const char *id)
 	    " VALUES(?, NULL, 'inspection_started', ?, ?)", "ssi", run_id, id, now_ms());
 }
 
-int
+/* Inspection id was just answered with a: if the dispatcher asked it,
+ * settle its run as the answer says (invariant 7); 0 or -1. */
+static int
 settle_answer(struct ek_err *e, const char *id, json_t *a)
 {
 	/* the asked run, if it still waits for settling: its ended session
@@ -180,6 +109,25 @@ settle_answer(struct ek_err *e, const char *id, json_t *a)
 		say("settlement: run '%s' of session '%s': %s%s%s", run_id, owner, how,
 		    as[0] ? ", re-queued as " : ", stays with its executor", as);
 	return r;
+}
+
+/* POST /v1/sessions/{sid}/inspections/{id}: the executor's answer,
+ * recorded once (a second answer is a conflict), and settled on in the
+ * same transaction when the question was the dispatcher's own. */
+int
+h_inspection_answer(struct req *rq)
+{
+	char sid[200];
+	int status;
+
+	if ((status = inspection_answer_check(rq, sid, sizeof sid)))
+		return status;
+	if (tx_begin(rq) < 0)
+		return 500;
+	if ((status = inspection_answer_record(rq, sid)) == 200 &&
+	    settle_answer(&rq->e, rq->arg, rq->in) < 0)
+		status = internal(rq);
+	return tx_end(rq, status);
 }
 
 /* Abandon the runs whose session ended --abandon-after-ms ago and that

@@ -146,7 +146,7 @@ doc_endpoints() {
 		sed -E 's/^\| ([A-Z]+) \| `([^`]*)`.*/\1 \2/; s/\{[^}]*\}/*/g' | sort
 }
 
-# route_table FILE: "METHOD PATTERN" for each row of dispatcher/http.c's
+# route_table FILE: "METHOD PATTERN" for each row of dispatcher/routes.c's
 # routes[]; sorted.
 route_table() {
 	awk '/^} routes\[\] = \{/ { on = 1; next } on && /^};/ { on = 0 } on' "$1" |
@@ -155,10 +155,10 @@ route_table() {
 
 @test "doc/protocol.md's endpoint table is the dispatcher's route table" {
 	doc_endpoints "$SRC/doc/protocol.md" >"$BATS_TEST_TMPDIR/doc"
-	route_table "$SRC/dispatcher/http.c" >"$BATS_TEST_TMPDIR/code"
+	route_table "$SRC/dispatcher/routes.c" >"$BATS_TEST_TMPDIR/code"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/code")" -ge 20 ] || fail "route table not read: $(cat "$BATS_TEST_TMPDIR/code")"
 	diff -u "$BATS_TEST_TMPDIR/code" "$BATS_TEST_TMPDIR/doc" ||
-		fail "doc/protocol.md's endpoint table (+) differs from routes[] in dispatcher/http.c (-)"
+		fail "doc/protocol.md's endpoint table (+) differs from routes[] in dispatcher/routes.c (-)"
 }
 
 @test "a real dispatcher serves every endpoint of doc/protocol.md's table" {
@@ -178,7 +178,7 @@ route_table() {
 
 @test "every path libcommon/protocol.h names is part of a route" {
 	local name path
-	route_table "$SRC/dispatcher/http.c" | cut -d' ' -f2 >"$BATS_TEST_TMPDIR/patterns"
+	route_table "$SRC/dispatcher/routes.c" | cut -d' ' -f2 >"$BATS_TEST_TMPDIR/patterns"
 	while read -r name path; do
 		grep -qF -- "$path" "$BATS_TEST_TMPDIR/patterns" || fail "$name $path: in no route"
 	done < <(sed -nE 's/^#define (PROTO_[A-Z_]+) "(\/[^"]*)".*/\1 \2/p' "$SRC/libcommon/protocol.h")

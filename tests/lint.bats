@@ -319,10 +319,11 @@ unknown_functions() {
 	assert_output "point-c: not in lifecycle.h"
 }
 
-# The layer of each libcommon module, from HACKING.md's table ("| N | family
-# | modules |"), as "module layer" lines.
+# The layer of each libcommon module, from HACKING.md's table under "###
+# libcommon by layer" ("| N | family | modules |"), as "module layer" lines.
 layers() {
-	sed -n 's/^| \([1-6]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' "$1" |
+	awk '/^##/ { on = /^### libcommon by layer/ } on' "$1" |
+		sed -n 's/^| \([1-6]\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
 		while read -r n mods; do for m in $mods; do echo "$m $n"; done; done
 }
 
@@ -352,7 +353,7 @@ climbing_includes() {
 }
 
 @test "the layer lint finds what it must" {
-	printf '| 1 | base | low |\n| 2 | up | high |\n' >"$BATS_TEST_TMPDIR/H.md"
+	printf '### libcommon by layer\n\n| 1 | base | low |\n| 2 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
 	layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
 	mkdir "$BATS_TEST_TMPDIR/libcommon"
 	printf '#include "high.h"\n' >"$BATS_TEST_TMPDIR/libcommon/low.c"
@@ -361,6 +362,181 @@ climbing_includes() {
 	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$BATS_TEST_TMPDIR"/libcommon/{low,high,stray}.c
 	assert_output "$BATS_TEST_TMPDIR/libcommon/low.c includes high (layer 2 above 1)
 $BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
+}
+
+# The layer of each dispatcher file, from HACKING.md's table under "### The
+# dispatcher by layer" ("| N | family | files |"), as "file layer" lines.
+dispatcher_layers() {
+	awk '/^##/ { on = /^### The dispatcher by layer/ } on' "$1" |
+		sed -n 's/^| \([1-9][0-9]*\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
+		while read -r n files; do for f in $files; do echo "$f $n"; done; done
+}
+
+# Calls that do not go down: "FILE uses NAME (DEF, layer N, not below M)",
+# once per file and name, for the dispatcher's C files given (a file of
+# the same layer is not below: the order is strict, so that no two files
+# call each other around a circle): every name of a function
+# another of them defines (not static: the type on a line of its own and
+# the name at the start of the next, or a one-line definition), used
+# anywhere in a file's code, comments and strings aside (a handler named
+# in a table is used as much as one called).  With "-" for the map: the
+# names it reads as defined, one a line.
+climbing_calls() {
+	local map=$1 prog
+	shift
+	prog='
+	function base(p) { sub(/.*\//, "", p); sub(/\.c$/, "", p); return p }
+	# the line without its comments, strings and characters (state kept
+	# in incomment across lines)
+	function code(s,    out, c, i, q) {
+		out = ""
+		for (i = 1; i <= length(s); i++) {
+			c = substr(s, i, 1)
+			if (incomment) {
+				if (c == "*" && substr(s, i + 1, 1) == "/") { incomment = 0; i++ }
+				continue
+			}
+			if (c == "/" && substr(s, i + 1, 1) == "*") { incomment = 1; i++; out = out " "; continue }
+			if (c == "\"" || c == "\047") {
+				q = c
+				for (i++; i <= length(s) && substr(s, i, 1) != q; i++)
+					if (substr(s, i, 1) == "\\") i++
+				out = out " "
+				continue
+			}
+			out = out c
+		}
+		gsub(/goto[ \t]+[A-Za-z_][A-Za-z_0-9]*/, " ", out)   # a label is no use
+		sub(/^[A-Za-z_][A-Za-z_0-9]*:/, " ", out)
+		return out
+	}
+	BEGIN {
+		while (map != "" && (getline line < map) > 0) { split(line, w, " "); layer[w[1]] = w[2] }
+	}
+	FNR == 1 {
+		f = base(FILENAME); prev = ""; incomment = 0
+		if (pass == 2 && !(f in layer)) print FILENAME ": no layer in HACKING.md"
+	}
+	pass == 1 {   # the definitions, then (pass 2) the uses
+		n = ""
+		if ($0 ~ /^[a-z][a-z_0-9]*\(/ && prev !~ /^static/ && $0 !~ /;$/) {
+			n = $0; sub(/\(.*/, "", n)
+		} else if ($0 ~ /^[a-z][a-z_0-9 ]*[ *][a-z][a-z_0-9]*\(.*\{.*\}$/ && $0 !~ /^static/) {
+			n = $0; sub(/\(.*/, "", n); sub(/.*[ *]/, "", n)
+		}
+		if (n != "") def[n] = f
+		if (n != "" && map == "") print n
+		prev = $0
+		next
+	}
+	{
+		s = code($0)
+		while (match(s, /[A-Za-z_][A-Za-z_0-9]*/)) {
+			n = substr(s, RSTART, RLENGTH)
+			s = substr(s, RSTART + RLENGTH)
+			if (!(n in def) || def[n] == f || (f SUBSEP n) in seen) continue
+			if ((f in layer) && (def[n] in layer) && layer[def[n]] + 0 >= layer[f] + 0) {
+				seen[f, n] = 1
+				print FILENAME " uses " n " (" def[n] ".c, layer " layer[def[n]] ", not below " layer[f] ")"
+			}
+		}
+	}'
+	if [ "$map" = - ]; then
+		awk -v map= "$prog" pass=1 "$@"
+	else
+		awk -v map="$map" "$prog" pass=1 "$@" pass=2 "$@"
+	fi
+}
+
+@test "every dispatcher file calls only into the layers below its own in HACKING.md's order" {
+	local f n
+	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
+	while read -r f n; do
+		[ -f "$SRC/dispatcher/$f.c" ] || fail "HACKING.md's layer $n names $f.c, which is not in dispatcher/"
+	done <"$BATS_TEST_TMPDIR/layers"
+	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$SRC"/dispatcher/*.c
+	assert_output ''
+}
+
+# The definitions the lint reads are the functions the objects define, if
+# the build has them: a definition written another way would escape it.
+@test "the dispatcher's layer lint reads every function its objects define" {
+	local objs
+	objs=$(find "$BUILD/dispatcher" -name '*.o' 2>/dev/null | sort)
+	[ -n "$objs" ] || skip "no objects in $BUILD/dispatcher"
+	# shellcheck disable=SC2086 # a list of paths without blanks
+	nm -g --defined-only $objs | awk '$2 == "T" { print $3 }' | sort >"$BATS_TEST_TMPDIR/nm"
+	climbing_calls - "$SRC"/dispatcher/*.c | sort >"$BATS_TEST_TMPDIR/src"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/src")" -ge 80 ]
+	diff -u "$BATS_TEST_TMPDIR/nm" "$BATS_TEST_TMPDIR/src" ||
+		fail "the objects' functions (-) differ from those the lint reads (+)"
+}
+
+@test "the dispatcher's layer lint finds what it must" {
+	local d=$BATS_TEST_TMPDIR/d
+	printf '### The dispatcher by layer\n\n| 2 | base | low peer |\n| 10 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
+	dispatcher_layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
+	mkdir "$d"
+	# a call up (layer 10 above 2: numbers, not strings), a function named
+	# as a value, a call within the layer; not: a call down, a name in a
+	# comment or a string, a label, another file's static function (the
+	# heredocs lose their tabs: a column-0 body line must not read as a
+	# definition)
+	cat >"$d/low.c" <<-'EOF'
+	/* high_fn() is high.c's, "quoted" */
+	int
+	low_fn(void)
+	{
+	if (helper("high_other(), '\"' /*"))
+	goto done;
+	return high_fn() + f(high_other) + peer_fn();
+	done:
+	return 0;
+	}
+	EOF
+	cat >"$d/high.c" <<-'EOF'
+	int
+	high_fn(void)
+	{
+	return low_fn();
+	}
+
+	int high_other(int x) { return x; }
+
+	int
+	done(void)
+	{
+	return 0;
+	}
+
+	static int
+	helper(const char *s)
+	{
+	return 0;
+	}
+	EOF
+	printf 'int\nstray_fn(void)\n{\n\treturn 0;\n}\n' >"$d/stray.c"
+	printf 'int\npeer_fn(void)\n{\n\treturn 0;\n}\n' >"$d/peer.c"
+	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$d"/{low,high,stray,peer}.c
+	assert_output "$d/low.c uses high_fn (high.c, layer 10, not below 2)
+$d/low.c uses high_other (high.c, layer 10, not below 2)
+$d/low.c uses peer_fn (peer.c, layer 2, not below 2)
+$d/stray.c: no layer in HACKING.md"
+}
+
+# The fault injector is a hook of the route layer (routes.c), taken only
+# while a fault is queued: no handler takes a request's fault itself.
+fault_takers() {
+	grep -lE '\bfault_take\(' "$@" | sed 's#.*/##' | grep -vxE 'faults\.c|routes\.c' || true
+}
+
+@test "only routes.c takes a request's fault" {
+	run fault_takers "$SRC"/dispatcher/*.c
+	assert_output ''
+	printf '\trq->fault = fault_take(rq->path);\n' >"$BATS_TEST_TMPDIR/work.c"
+	run fault_takers "$BATS_TEST_TMPDIR/work.c" "$SRC"/dispatcher/routes.c
+	assert_output work.c
 }
 
 # SQLite builds an ephemeral index for a CHECK's IN list each time a
@@ -416,7 +592,7 @@ second_writers() {
 }
 
 # The endpoints' paths are named once, in libcommon/protocol.h, and the
-# dispatcher's route table (dispatcher/http.c's routes[] rows) spells its
+# dispatcher's route table (dispatcher/routes.c's routes[] rows) spells its
 # patterns out; a path written anywhere else in C is a copy that can drift.
 # Help text (a line that is a string only) may name them for people.
 path_literals() {
