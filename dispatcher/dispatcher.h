@@ -158,7 +158,7 @@ struct config {
 struct store {
 	struct db db;                    /* keep stays off: see store.c */
 	pthread_mutex_t mu;              /* guards db and every statement on it */
-	struct db peek;                  /* a second connection, for reads only (store_peek()) */
+	struct db peek;                  /* a second one, for reads only (store_peek_begin()) */
 	pthread_mutex_t peek_mu;         /* guards peek */
 	char incarnation[40];
 };

@@ -217,6 +217,7 @@ beat_peek(struct req *rq, json_t *in)
 	struct ek_err e = { 0 };
 	sqlite3_stmt *st;
 	bool quiet = false;
+	int r;
 
 	if ((started && (!json_is_array(started) || json_array_size(started) > 0)) ||
 	    (starts && !json_is_integer(starts)) || store_peek_begin(&e) < 0)
@@ -250,11 +251,9 @@ beat_peek(struct req *rq, json_t *in)
 	store_peek_end();
 	if (!quiet || !cred_ok(rq, want))
 		return BEAT_WRITE;
-	if (left < lease_ahead(2))   /* renew now if the store is free (or failed: write path) */
-		switch (store_begin_now(&e)) {
-		case 0: return BEAT_BEGUN;
-		case -1: return BEAT_WRITE;
-		}
+	/* a renewal due: now, if the store is free (if it fails: the write path) */
+	if (left < lease_ahead(2) && (r = store_begin_now(&e)) != 1)
+		return r == 0 ? BEAT_BEGUN : BEAT_WRITE;
 	return answer(rq, 200, json_pack("{s:s, s:I, s:I}", "status", "current",
 	    "lease_ms", (json_int_t)dsp.cfg.lease_ms, "inspections_pending", (json_int_t)pending));
 }

@@ -217,7 +217,7 @@ sql_now_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(cx, now_ms());
 }
 
-/* Register dsp_now_ms() on connection h. */
+/* Register dsp_now_ms() on the connection db. */
 static int
 store_functions(struct db *db, struct ek_err *e)
 {
