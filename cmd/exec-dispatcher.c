@@ -33,7 +33,7 @@ struct dispatcher dsp = {
 	.cfg = { .lease_ms = 30000, .heartbeat_ms = 2000, .retry_after_s = 1,
 		.settle_after_ms = 30000, .abandon_after_ms = 86400000,
 		.store = "./exec-dispatcher.db" },
-	.store = { .mu = PTHREAD_MUTEX_INITIALIZER },
+	.store = { .mu = PTHREAD_MUTEX_INITIALIZER, .peek_mu = PTHREAD_MUTEX_INITIALIZER },
 };
 
 /* Write "port\n" to path atomically (file.h), mode 0644. */

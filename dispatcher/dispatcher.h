@@ -50,7 +50,9 @@
  * A handler that writes takes the write lock, and lapsed leases are
  * expired first; one that only reads (admin reads, inspection reads)
  * takes no write lock and reads a lapsed lease as expired in the query
- * (SESSION_STATUS).
+ * (SESSION_STATUS).  A heartbeat with nothing to write reads on a second
+ * connection, under a mutex of its own (store_peek_begin(), sessions.c
+ * beat_peek()), so it waits for no write, nor for a group commit's sync.
  *
  * The sweep: main wakes once a second (sigtimedwait) and calls
  * settle_sweep(), one write transaction under dsp.store.mu like a
@@ -88,7 +90,9 @@
  * Threads: dsp.cfg is written only before the server starts.  dsp.store.mu
  * guards the connection and every statement on it (tx_begin() and
  * tx_read() take it; flight_persist() takes it for its own transaction;
- * store_open() runs before any other thread).  The fault queue, the in-flight counts, group
+ * store_open() runs before any other thread); dsp.store.peek_mu guards the
+ * second connection, and is never held while dsp.store.mu is taken, nor
+ * the other way round.  The fault queue, the in-flight counts, group
  * commit's queue and the gate's limit have their own mutexes, private to
  * faults.c, results.c and gate.c; none is held while dsp.store.mu is taken
  * (a group commit's leader leaves the queue's before it records the batch,
@@ -166,6 +170,8 @@ struct config {
 struct store {
 	struct db db;                    /* keep stays off: see store.c */
 	pthread_mutex_t mu;              /* guards db and every statement on it */
+	struct db peek;                  /* a second one, for reads only (store_peek_begin()) */
+	pthread_mutex_t peek_mu;         /* guards peek */
 	char incarnation[40];
 };
 
@@ -359,6 +365,9 @@ int rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, c
  * filled, the store unlocked again).  The store answers no request: a
  * handler's failure is told by tx_begin() (http.c), which calls this. */
 int store_begin(struct ek_err *e);
+/* store_begin() if nothing holds the store now; 1 if something does (a
+ * write, a group commit's sync), without waiting for it. */
+int store_begin_now(struct ek_err *e);
 /* Lock the store and begin a read: one snapshot, no write lock, no
  * expiry written (queries read lapsed leases through SESSION_STATUS).
  * 0, or -1 (e filled, unlocked).  Ended by store_end() as a write is. */
@@ -367,6 +376,14 @@ int store_begin_read(struct ek_err *e);
  * commit is set, else rolled back; a read is ended.  0, or -1 (e filled)
  * when the commit failed. */
 int store_end(bool commit, struct ek_err *e);
+/* Lock the second connection (dsp.store.peek, not dsp.store.mu) and
+ * begin a read on it: a snapshot of what is committed, taken while a
+ * write (a group commit's sync included) holds dsp.store.mu.  For a
+ * handler's own statements on dsp.store.peek (db_prep(), not sql_prep(),
+ * which is dsp.store.db's); ended by store_peek_end().  0, or -1 (e
+ * filled, unlocked). */
+int store_peek_begin(struct ek_err *e);
+void store_peek_end(void);
 
 /* ---- faults.c ------------------------------------------------------- */
 

@@ -2,7 +2,8 @@
  * sessions — an executor's session with the dispatcher: negotiation (a
  * new session replaces the executor's earlier ones; the executor proves
  * the key its id is bound to, invariant 10), heartbeats that extend the
- * lease, close, and adoption of an ended session's runs (only of sessions
+ * lease (and, while it is far from lapsing, only read: beat_peek()),
+ * close, and adoption of an ended session's runs (only of sessions
  * negotiated with the same key).
  * sess_gate() is the one check every session-bound request passes: the
  * session is current and the Bearer credential hashes to the stored one.
@@ -174,10 +175,94 @@ h_negotiate(struct req *rq)
 	return tx_end(rq, status);
 }
 
+/* How far ahead a heartbeat keeps the lease: L/part of a lease, and at
+ * least two heartbeats (a lease of two heartbeats or less: every one
+ * renews). */
+static int64_t
+lease_ahead(int64_t part)
+{
+	int64_t l = dsp.cfg.lease_ms / part;
+
+	return 2 * dsp.cfg.heartbeat_ms > l ? 2 * dsp.cfg.heartbeat_ms : l;
+}
+
+/*
+ * A heartbeat writes only what it must, and waits for no write that it
+ * need not make.  It answers from the second connection
+ * (store_peek_begin()), which waits for no write and no sync, when it has
+ * nothing to write: its session is current and its credential matches, it
+ * names no started run, its start count is the one stored (a new one is
+ * written, a lower one refused), and no ended session of its executor
+ * holds a run that settlement may ask about (where settle_ask() would ask:
+ * a superset, so a run already asked about sends its executor's heartbeats
+ * down the write path until it is settled).  The lease is renewed (to a
+ * whole lease from now) once less than lease_ahead(2) is left: at once
+ * when the store is free, else by a later heartbeat; once less than
+ * lease_ahead(4) is left, whatever it waits for.  So a session whose
+ * executor beats more often than lease_ahead(4) (7.5 s of the default 30 s
+ * lease; heartbeat_ms is at most half that) never lapses, and a fleet's
+ * heartbeats do not queue behind its results' group commits.  Anything
+ * else, a refusal included, takes the write path, which answers as it
+ * always did.
+ */
+enum { BEAT_WRITE, BEAT_BEGUN };   /* else beat_peek() answered: its status */
+
+static int
+beat_peek(struct req *rq, json_t *in)
+{
+	json_t *started = in ? json_object_get(in, "started") : NULL;
+	json_t *starts = in ? json_object_get(in, "starts") : NULL;
+	struct db *db = &dsp.store.peek;
+	int64_t now = now_ms(), pending = 0, left = 0;
+	char want[SHA256_HEX_LEN + 1] = "";
+	struct ek_err e = { 0 };
+	sqlite3_stmt *st;
+	bool quiet = false;
+	int r;
+
+	if ((started && (!json_is_array(started) || json_array_size(started) > 0)) ||
+	    (starts && !json_is_integer(starts)) || store_peek_begin(&e) < 0)
+		return BEAT_WRITE;
+	st = db_prep(db, "SELECT s.cred_sha256, s.lease_expires_ms - ?2, (SELECT COUNT(*)"
+	    "  FROM inspections WHERE session_id=s.session_id AND status='pending'),"
+	    " ?4 IS NULL OR ?4=(SELECT starts FROM executor_starts WHERE executor_id=s.executor_id),"
+	    " NOT EXISTS(SELECT 1 FROM sessions o"
+	    "  JOIN session_ends x ON x.session_id=o.session_id AND x.ended_ms<=?3"
+	    "  JOIN runs r ON r.owner_session=o.session_id AND r.state IN ('offered','accepted')"
+	    "  WHERE o.executor_id=s.executor_id AND o.status<>'current'"
+	    "  AND NOT EXISTS(SELECT 1 FROM results v WHERE v.run_id=r.run_id)"
+	    "  AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id))"
+	    " FROM sessions s WHERE s.session_id=?1 AND s.status='current'"
+	    " AND s.lease_expires_ms>?2+?5", &e);
+	if (st) {
+		db_bind_text(st, 1, rq->arg);
+		db_bind_i64(st, 2, now);
+		db_bind_i64(st, 3, now - dsp.cfg.settle_after_ms);
+		if (starts)
+			db_bind_i64(st, 4, json_integer_value(starts));
+		db_bind_i64(st, 5, lease_ahead(4));
+		if (db_step(db, st, &e) == 1) {
+			db_col_text(st, 0, want, sizeof want);
+			left = sqlite3_column_int64(st, 1);
+			pending = sqlite3_column_int64(st, 2);
+			quiet = sqlite3_column_int(st, 3) && sqlite3_column_int(st, 4);
+		}
+	}
+	db_done(db, st);
+	store_peek_end();
+	if (!quiet || !cred_ok(rq, want))
+		return BEAT_WRITE;
+	/* a renewal due: now, if the store is free (if it fails: the write path) */
+	if (left < lease_ahead(2) && (r = store_begin_now(&e)) != 1)
+		return r == 0 ? BEAT_BEGUN : BEAT_WRITE;
+	return answer(rq, 200, json_pack("{s:s, s:I, s:I}", "status", "current",
+	    "lease_ms", (json_int_t)dsp.cfg.lease_ms, "inspections_pending", (json_int_t)pending));
+}
+
 /* POST /v1/sessions/{sid}/heartbeat: extend the lease; ask about the
  * executor's ended sessions' runs, then say how many inspections wait for
  * this session (the clients' and the dispatcher's), so the executor
- * relays them. */
+ * relays them.  One with nothing to write only reads (beat_peek()). */
 int
 h_heartbeat(struct req *rq)
 {
@@ -189,7 +274,9 @@ h_heartbeat(struct req *rq)
 	/* a body is optional: the start count and notices (starts.c) */
 	if (rq->len > 0 && !(in = body_json(rq)))
 		return 400;
-	if (tx_begin(rq) < 0)
+	if ((status = beat_peek(rq, in)) > BEAT_BEGUN)
+		return status;
+	if (status == BEAT_WRITE && tx_begin(rq) < 0)
 		return 500;
 	if (!(status = sess_gate(rq, rq->arg, NULL, false)) &&
 	    (status = in ? sess_executor(rq, rq->arg, xid, sizeof xid) : 0) == 0 && in &&

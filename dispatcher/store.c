@@ -1,5 +1,6 @@
 /*
- * store — the dispatcher's SQLite store: one connection, one mutex.
+ * store — the dispatcher's SQLite store: one connection under one mutex, and a
+ * second one that only reads (for the heartbeats).
  *
  * The schema is schema/dispatcher/NNN_name.sql, compiled in as
  * dispatcher/schema_sql.h by build-aux/sql2c.sh, as the executor's is.
@@ -11,7 +12,10 @@
  * (a different --incarnation is ignored, with a note on stderr).
  *
  * A request's handler works in one transaction (store_begin() to write,
- * store_begin_read() to read, store_end()) under dsp.store.mu.  The store
+ * store_begin_read() to read, store_end()) under dsp.store.mu.  A second
+ * connection, dsp.store.peek under its own mutex, only reads: a heartbeat
+ * that has nothing to write answers from it (store_peek_begin()), so it
+ * never waits for a write, nor for the sync of a group commit.  The store
  * knows no request and answers none: its functions fill a struct ek_err,
  * and http.c's tx_begin(), tx_read() and tx_end() turn a failure into the
  * handler's 500.
@@ -213,6 +217,33 @@ sql_now_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(cx, now_ms());
 }
 
+/* Register dsp_now_ms() on the connection db. */
+static int
+store_functions(struct db *db, struct ek_err *e)
+{
+	if (sqlite3_create_function(db->h, "dsp_now_ms", 0, SQLITE_UTF8, NULL, sql_now_ms,
+	    NULL, NULL) == SQLITE_OK)
+		return 0;
+	return db_fail(db, e, "dsp_now_ms");
+}
+
+/* The second connection (store_peek_begin()), once the schema is there:
+ * WAL lets it read a snapshot while the first writes and syncs.  It
+ * only reads (query_only), so it never takes the write lock. */
+static int
+store_peek_open(const char *path, struct ek_err *e)
+{
+	struct db *p = &dsp.store.peek;
+
+	if (db_open(p, path, false, e) < 0)
+		return -1;
+	if (store_functions(p, e) < 0 || db_exec(p, "PRAGMA query_only=ON", e) < 0) {
+		db_close(p);
+		return -1;
+	}
+	return 0;
+}
+
 int
 store_open(const char *path, const char *want_inc, struct ek_err *e)
 {
@@ -228,11 +259,8 @@ store_open(const char *path, const char *want_inc, struct ek_err *e)
 		    path, path);
 	if (db_open(&s->db, path, true, e) < 0)
 		return -1;
-	if (sqlite3_create_function(s->db.h, "dsp_now_ms", 0, SQLITE_UTF8, NULL, sql_now_ms,
-	    NULL, NULL) != SQLITE_OK) {
-		db_fail(&s->db, e, "dsp_now_ms");
+	if (store_functions(&s->db, e) < 0)
 		goto fail;
-	}
 	if (db_begin_write(&s->db, e) < 0)
 		goto fail;
 	if (store_init(want_inc, e) < 0) {
@@ -240,6 +268,8 @@ store_open(const char *path, const char *want_inc, struct ek_err *e)
 		goto fail;
 	}
 	if (db_commit(&s->db, e) < 0)
+		goto fail;
+	if (store_peek_open(path, e) < 0)
 		goto fail;
 	if (want_inc && strcmp(want_inc, s->incarnation) != 0)
 		say("%s: keeping the stored incarnation '%s'", path, s->incarnation);
@@ -274,13 +304,14 @@ store_backup(const char *path, const char *to, struct ek_err *e)
 void
 store_close(void)
 {
+	db_close(&dsp.store.peek);
 	db_close(&dsp.store.db);
 }
 
-int
-store_begin(struct ek_err *e)
+/* store_begin() once the mutex is held. */
+static int
+store_begin_locked(struct ek_err *e)
 {
-	pthread_mutex_lock(&dsp.store.mu);
 	if (db_begin_write(&dsp.store.db, e) == 0 &&
 	    sql_exec(e, "UPDATE sessions SET status='expired'"
 	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0)
@@ -288,6 +319,21 @@ store_begin(struct ek_err *e)
 	db_rollback(&dsp.store.db);
 	pthread_mutex_unlock(&dsp.store.mu);
 	return -1;
+}
+
+int
+store_begin(struct ek_err *e)
+{
+	pthread_mutex_lock(&dsp.store.mu);
+	return store_begin_locked(e);
+}
+
+int
+store_begin_now(struct ek_err *e)
+{
+	if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+		return 1;
+	return store_begin_locked(e);
 }
 
 int
@@ -312,4 +358,22 @@ store_end(bool commit, struct ek_err *e)
 		rc = db_commit(&dsp.store.db, e);
 	pthread_mutex_unlock(&dsp.store.mu);
 	return rc;
+}
+
+int
+store_peek_begin(struct ek_err *e)
+{
+	pthread_mutex_lock(&dsp.store.peek_mu);
+	if (db_begin_read(&dsp.store.peek, e) == 0)
+		return 0;
+	db_rollback(&dsp.store.peek);
+	pthread_mutex_unlock(&dsp.store.peek_mu);
+	return -1;
+}
+
+void
+store_peek_end(void)
+{
+	db_rollback(&dsp.store.peek);
+	pthread_mutex_unlock(&dsp.store.peek_mu);
 }

@@ -1407,6 +1407,96 @@ store_write_locked() {
 	[[ $(num commit_batches) -lt 10 ]] || fail "$out"
 }
 
+# lease_at: SID's stored lease end (ms), as the store holds it.
+lease_at() {
+	sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT lease_expires_ms FROM sessions WHERE session_id='$SID'"
+}
+
+@test "a heartbeat with nothing to write answers while a result's commit is held, renewing the lease only once the store is free; one that brings start notices is written" {
+	BG_PIDS=()
+	negotiate
+	take r1 r2 r3
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":0,"started":[]}' "$CRED"   # the count, stored
+	[[ $code == 200 ]] || fail "$code $body"
+	# less than half of the hour's lease left, more than a quarter: due,
+	# renewed by a heartbeat that finds the store free
+	api POST "/admin/sessions/$SID/lease" '{"ms":1000000}'
+	[[ $code == 200 ]]
+	local lease
+	lease=$(lease_at)
+	# r1's batch holds the store's write lock 5 s, recorded and uncommitted
+	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":5000,"path":"/store/commit"}' >/dev/null
+	post_bg r1
+	wait_until store_write_locked || fail "r1's batch never held the lock"
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":0,"started":[]}' "$CRED"
+	[[ $code == 200 && $(field status) == current ]] || fail "$code $body"
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 && $(num inspections_pending) == 0 ]] || fail "$code $body"
+	# both answered while r1's commit is still held: r1 has no answer yet
+	[[ ! -s $BATS_TEST_TMPDIR/code.r1 ]] || fail "r1 was answered first: $(<"$BATS_TEST_TMPDIR/code.r1")"
+	store_write_locked || fail "the commit is no longer held"
+	wait "${BG_PIDS[@]}"
+	[[ $(<"$BATS_TEST_TMPDIR/code.r1") == 200 ]]
+	[[ $(lease_at) == "$lease" ]] || fail "a heartbeat wrote the lease while the store was held: $lease -> $(lease_at)"
+	# the store is free: the next heartbeat renews it, to a whole lease
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]] || fail "$code $body"
+	(($(lease_at) > lease + 2000000)) || fail "not renewed: $lease -> $(lease_at)"
+	# less than a quarter left: a heartbeat renews it, if it must wait for
+	# a held commit to do so
+	api POST "/admin/sessions/$SID/lease" '{"ms":500000}'
+	[[ $code == 200 ]]
+	lease=$(lease_at)
+	admin POST /admin/faults '{"kind":"delay","count":1,"delay_ms":3000,"path":"/store/commit"}' >/dev/null
+	post_bg r3
+	wait_until store_write_locked || fail "r3's batch never held the lock"
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]] || fail "$code $body"
+	(($(lease_at) > lease + 2000000)) || fail "not renewed: $lease -> $(lease_at)"
+	wait "${BG_PIDS[@]}"
+	# a start count the dispatcher has not seen, and a notice: written
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":3,"started":["r2"]}' "$CRED"
+	[[ $code == 200 ]] || fail "$code $body"
+	[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT starts FROM executor_starts WHERE executor_id='$XID'") == 3 ]]
+	[[ $(sqlite3 -readonly "$BATS_TEST_TMPDIR/disp.db" "SELECT session_id FROM run_starts WHERE run_id='r2'") == "$SID" ]]
+	# a lower count is still refused, a wrong credential too
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":2,"started":[]}' "$CRED"
+	[[ $code == 409 && $(field error) == state_restored ]] || fail "$code $body"
+	api POST "/v1/sessions/$SID/heartbeat" '{"starts":3,"started":[]}' "not-the-credential"
+	[[ $code == 401 ]] || fail "$code $body"
+}
+
+@test "a heartbeat renews the lease once less than half of it is left, and a session beating every heartbeat_ms never lapses" {
+	stop_dispatcher
+	start_dispatcher_in "$BATS_TEST_TMPDIR" --quiet --lease-ms 8000 --heartbeat-ms 400
+	negotiate
+	local i first last renewals=0 prev
+	first=$(lease_at)
+	prev=$first
+	# beats every heartbeat_ms for one and a half leases and more: every
+	# one answers current, and the stored lease end moves only now and then
+	for ((i = 0; i < 30; i++)); do
+		api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+		[[ $code == 200 && $(field status) == current ]] || fail "beat $i: $code $body"
+		last=$(lease_at)
+		[[ $last == "$prev" ]] || renewals=$((renewals + 1))
+		prev=$last
+		sleep 0.4
+	done
+	((renewals >= 2)) || fail "renewed $renewals times in 30 beats"
+	((renewals < 20)) || fail "renewed at $renewals of 30 beats: the heartbeats do not read"
+	# a lease told to end within half a lease, or within a quarter, is
+	# renewed by the next beat
+	for i in 3000 1000; do
+		api POST "/admin/sessions/$SID/lease" "{\"ms\":$i}"
+		[[ $code == 200 ]]
+		prev=$(lease_at)
+		api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+		[[ $code == 200 ]]
+		(($(lease_at) >= prev + 8000 - i)) || fail "$i ms left: not renewed: $prev -> $(lease_at)"
+	done
+}
+
 # report_until_taken RUN_ID: report RUN_ID's result until it is answered
 # other than 429 (at most WAIT_TRIES times, 0.1 s apart, Retry-After
 # aside); the last status in $BATS_TEST_TMPDIR/code.RUN_ID.
