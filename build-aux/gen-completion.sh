@@ -19,7 +19,7 @@
 #                   columns PATH     -o's columns (exec-session show)
 #                   bounds TOOL OPT  a number's bounds (for tests/cli.bats only)
 #   exec-loop     (bash) the `case` patterns of its argument loop and the
-#                 "Usage:" lines and option lines of its usage() text
+#                 option lines of its usage() text
 #   list columns  exec-inspect list KIND -o: the fields of record list_KIND
 #                 in doc/json.md (tests/json-doc.bats holds them to the
 #                 real output)
@@ -35,9 +35,8 @@ case ${1:-} in
 esac
 src=${1:-.}
 bin=${2:-.}
-c_tools="exec-accept exec-dispatcher exec-inspect exec-reconcile exec-report exec-run exec-session
-	exec-shares"
-tools=" $(echo $c_tools) exec-loop"   # one line, each name after a blank
+c_tools="exec-accept exec-dispatcher exec-inspect exec-reconcile exec-report exec-run exec-session exec-shares"
+tools=" $c_tools exec-loop"
 
 # exec-loop: the here-document of usage().
 sh_help() {
@@ -105,16 +104,6 @@ list_columns() {
 # made from these.  The words of exec-inspect's --outcome and list are
 # what the scripts offer for OUTCOME and KIND (outcomes, kinds).
 data_table() {
-	for t in $c_tools; do
-		"$bin/$t" --completion-helper > "$tmp/$t" ||
-			{ echo "gen-completion: $bin/$t --completion-helper failed" >&2; exit 1; }
-	done
-	outcomes=$(sed -n 's/^words	exec-inspect --outcome	//p' "$tmp/exec-inspect")
-	kinds=$(sed -n 's/^words	exec-inspect list	//p' "$tmp/exec-inspect")
-	if [ -z "$outcomes" ] || [ -z "$kinds" ]; then
-		echo "gen-completion: no outcomes or list kinds from $bin/exec-inspect" >&2
-		exit 1
-	fi
 	printf 'kinds\t\t%s\noutcomes\t\t%s\n' "$kinds" "$outcomes"
 	list_columns
 	for t in $c_tools; do
@@ -125,8 +114,20 @@ data_table() {
 	sh_help_data "$f"
 }
 
+# The tools' data, asked here, in this shell, so that a tool that fails
+# stops the script (in a pipeline it would not).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+for t in $c_tools; do
+	"$bin/$t" --completion-helper >"$tmp/$t" ||
+		{ echo "gen-completion: $bin/$t --completion-helper failed" >&2; exit 1; }
+done
+outcomes=$(sed -n 's/^words	exec-inspect --outcome	//p' "$tmp/exec-inspect")
+kinds=$(sed -n 's/^words	exec-inspect list	//p' "$tmp/exec-inspect")
+if [ -z "$outcomes" ] || [ -z "$kinds" ]; then
+	echo "gen-completion: no outcomes or list kinds from $bin/exec-inspect" >&2
+	exit 1
+fi
 
 # The data as bash assignments, _execkit_WHAT["KEY"]="VALUE" (or
 # _execkit_WHAT="VALUE" for an empty KEY); the descriptions are zsh's and
