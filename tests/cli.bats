@@ -175,7 +175,7 @@ as_list() {
 # --- the option tables (libcommon/opts.c) -------------------------------------
 
 # The tools whose options are a table: every one but the bash exec-loop.
-TABLE_TOOLS="exec-session exec-accept exec-run exec-report exec-reconcile exec-inspect exec-shares exec-dispatcher"
+TABLE_TOOLS=${TOOLS/exec-loop/}
 
 # helper TOOL WHAT: the KEY<TAB>VALUE of TOOL --completion-helper's WHAT lines.
 helper() {
