@@ -32,8 +32,8 @@ int cli_bad_option(const char *prog, char **argv);
  * in git.c: an array of struct cli_command, one shape for every tool.
  * struct opts (the tool's parsed options) and struct state are each
  * tool's own; a tool leaves unset what it does not use.  The functions
- * below take the table as qsort() takes an array, and CLI_TABLE(t) passes
- * it so: base, count, size.  The completion (opts_completion(), opts.h)
+ * below take the table and its length, as CLI_TABLE(t) passes them.  The
+ * completion (opts_completion(), opts.h)
  * prints the same tables, so it cannot offer a command the tool lacks. */
 struct opts;
 struct state;
@@ -52,22 +52,23 @@ struct cli_command {
 	size_t nsub;
 };
 
-#define CLI_TABLE(t) (const void *)(t), sizeof (t) / sizeof (t)[0], sizeof (t)[0]
+#define CLI_TABLE(t) (t), sizeof (t) / sizeof (t)[0]
 
 /* The entry of the table named word, or NULL. */
-const void *cli_find_command(const char *word, const void *table, size_t n, size_t size);
+const struct cli_command *cli_find_command(const char *word, const struct cli_command *table,
+    size_t n);
 
 /* Report an unknown COMMAND word, git-style: "unknown command 'strat'" and,
  * when one is close enough, "The most similar command is\n\tstart".  The
  * candidates are the names in the tool's command table, so the suggestions
  * cannot drift from what it runs.  EK_USAGE. */
-int cli_unknown_command(const char *prog, const char *word, const void *table, size_t n,
-    size_t size);
+int cli_unknown_command(const char *prog, const char *word, const struct cli_command *table,
+    size_t n);
 
 /* The table's command names for a message, "a, b or c", into buf (n
  * bytes); returns buf.  A new command is named there without a word of
  * the message changed. */
-char *cli_command_names(char *buf, size_t n, const void *table, size_t count, size_t size);
+char *cli_command_names(char *buf, size_t n, const struct cli_command *table, size_t count);
 
 /* "1 run", "2 runs": the noun in the singular for n == 1 and with an "s"
  * otherwise, in buf.  Returns buf. */
