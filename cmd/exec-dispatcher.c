@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
