@@ -345,9 +345,8 @@ parse_args(int argc, char **argv, const char **cmd, const char **copy)
 	if ((rc = parse_opts(argc, argv, &o)) >= 0)
 		return rc;
 	if (optind < argc) {
-		if (!(c = cli_find_command(argv[optind], CLI_TABLE(commands))))
-			return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-		optind++;
+		if ((rc = opts_command(&spec, argc, argv, &c)) != 0)
+			return rc;
 		if ((rc = parse_opts(argc, argv, &o)) >= 0)
 			return rc;
 	}

@@ -543,13 +543,10 @@ static int
 check_operands(int argc, char **argv, struct opts *o)
 {
 	char names[256];
+	int rc;
 
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (%s)",
-		    cli_command_names(names, sizeof names, CLI_TABLE(commands)));
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	optind++;
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
 	if (o->cmd->run == cmd_list && optind < argc && !text_word_in(argv[optind], inspect_list_kinds))
 		return cli_usage_error(PROG, "unknown list '%s' (%s)", argv[optind],
 		    text_join(names, sizeof names, inspect_list_kinds));

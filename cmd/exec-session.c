@@ -673,18 +673,16 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
 		return rc;
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command");
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	if ((o->cmd->needs & NEEDS_SID) && optind + 2 != argc)
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
+	if ((o->cmd->needs & NEEDS_SID) && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs one SESSION_ID (an earlier session of this state)",
 		    o->cmd->name);
-	if ((o->cmd->needs & NEEDS_FILE) && optind + 2 != argc)
+	if ((o->cmd->needs & NEEDS_FILE) && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs one FILE (a new file for the copy)", o->cmd->name);
-	if (!(o->cmd->needs & (NEEDS_SID | NEEDS_FILE)) && optind + 1 != argc)
+	if (!(o->cmd->needs & (NEEDS_SID | NEEDS_FILE)) && optind != argc)
 		return cli_usage_error(PROG, "too many operands");
-	o->arg = argv[optind + 1];
+	o->arg = argv[optind];
 	if (o->cmd->run == cmd_open && !o->dispatcher)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
 	if (o->cmd->run != cmd_open && o->dispatcher)

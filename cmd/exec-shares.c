@@ -283,11 +283,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ 0 };
 	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
 		return rc;
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command");
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	optind++;
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
 	if (o->destination && o->cmd->run != cmd_show)
 		return cli_usage_error(PROG, "--destination applies to show only");
 	o->operands = argv + optind;

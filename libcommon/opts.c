@@ -129,6 +129,20 @@ opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
 	return 0;
 }
 
+int
+opts_command(const struct opts_spec *s, int argc, char **argv, const struct cli_command **cmd)
+{
+	char names[256];
+
+	if (optind == argc)
+		return cli_usage_error(s->prog, "missing command (%s)",
+		    cli_command_names(names, sizeof names, s->cmds, s->ncmds));
+	if (!(*cmd = cli_find_command(argv[optind], s->cmds, s->ncmds)))
+		return cli_unknown_command(s->prog, argv[optind], s->cmds, s->ncmds);
+	optind++;
+	return 0;
+}
+
 /* "left" and then help's lines from column col: on the same line after two
  * blanks when left is wider (a help that begins with '\n' starts below). */
 static void

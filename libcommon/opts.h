@@ -134,6 +134,12 @@ struct opts_spec {
  *                                         .parse refuses: an age, a URL, ...) */
 int opts_parse(const struct opts_spec *spec, int argc, char **argv, void *o);
 
+/* The command word at argv[optind], of spec's table, into *cmd, and optind
+ * past it: 0; else EK_USAGE, reported: "missing command (a, b or c)", or
+ * an unknown word with the most similar commands (cli_unknown_command()). */
+int opts_command(const struct opts_spec *spec, int argc, char **argv,
+    const struct cli_command **cmd);
+
 /* The "Usage: ... Options: ... Exit status" text of --help, on f. */
 void opts_help(FILE *f, const struct opts_spec *spec);
 
