@@ -1,34 +1,32 @@
 #!/bin/sh
-# Generate the bash completion of every execkit tool from the tools' own
-# sources, so that it cannot drift from them:
+# Generate the bash, zsh and fish completions of every execkit tool from
+# what the tools say of themselves, so that they cannot drift from them:
 #
-#   long options      each cmd/exec-*.c `static const struct option options[]`
-#                     table (CLI_COMMON_OPTIONS = --help and --version,
-#                     CLI_STATE_OPTIONS = --state-dir and --json), and
-#                     the `case` patterns of cmd/exec-loop's argument loop
-#   short options     the optstring of getopt_long() (exec-loop: its patterns)
-#   subcommands       the command table of a multi-command tool, commands[],
-#                     and NAME_commands[] for the subcommands of NAME
-#                     (exec-loop: the "Usage:" lines of its usage()
-#                     here-document)
-#   operands          the "Usage:" lines of the USAGE text: the metavariables
-#                     after the subcommands (RUN_ID, KIND, SET [PREFIX], ...)
-#   option values     the metavariable after each option in the help text
-#                     (DIR, FILE, SID, RUN_ID, KIND, ...)
-#   list kinds        libcommon/inspect.c inspect_list_kinds[]
-#   outcomes          libcommon/protocol.h PROTO_OUTCOMES (--outcome)
-#   columns (-o)      exec-inspect list KIND: the fields of record list_KIND
-#                     in doc/json.md (tests/json-doc.bats holds them to the
-#                     real output); exec-session show: show_columns[] of
-#                     cmd/session-show.c
+#   the C tools   BINDIR/TOOL --completion-helper (libcommon/opts.c), made
+#                 from the tool's own option and command tables: lines
+#                 "WHAT<TAB>KEY<TAB>VALUE", with WHAT
+#                   opts TOOL        its options, the long ones, then the short
+#                   takes TOOL OPT   1: OPT takes a value
+#                   meta TOOL OPT    the metavariable of that value
+#                   desc TOOL OPT    the first line of OPT's help (zsh, fish)
+#                   short TOOL --X   the short spelling of --X
+#                   cmds PATH        the commands after PATH (TOOL[ COMMAND])
+#                   args PATH        the operands' metavariables (X... repeats)
+#                   desc PATH        the first line of a command's help
+#                   words KEY        the words an option's value or a command's
+#                                    first operand takes: exec-inspect's
+#                                    --outcome (OUTCOME) and list (KIND)
+#                   columns PATH     -o's columns (exec-session show)
+#                   bounds TOOL OPT  a number's bounds (for tests/cli.bats only)
+#   exec-loop     (bash) the `case` patterns of its argument loop and the
+#                 option lines of its usage() text
+#   list columns  exec-inspect list KIND -o: the fields of record list_KIND
+#                 in doc/json.md (tests/json-doc.bats holds them to the
+#                 real output)
 #
-#   sh build-aux/gen-completion.sh SRCDIR > completions/execkit.bash
-#   sh build-aux/gen-completion.sh --zsh SRCDIR > completions/_execkit
-#   sh build-aux/gen-completion.sh --fish SRCDIR > completions/execkit.fish
-#
-# The three are made from the same data (data() below, as bash
-# assignments); zsh and fish get the first line of each option's and
-# command's description in the help text too.
+#   sh build-aux/gen-completion.sh SRCDIR BINDIR > completions/execkit.bash
+#   sh build-aux/gen-completion.sh --zsh SRCDIR BINDIR > completions/_execkit
+#   sh build-aux/gen-completion.sh --fish SRCDIR BINDIR > completions/execkit.fish
 set -eu
 mode=bash
 case ${1:-} in
@@ -36,68 +34,17 @@ case ${1:-} in
 -*) echo "gen-completion: unknown option '$1'" >&2; exit 64 ;;
 esac
 src=${1:-.}
-
-# The help text of a C tool: the USAGE string, one C string literal a line.
-c_help() {
-	awk '
-	/^static const char USAGE\[\] =/ { on = 1; next }
-	on {
-		last = ($0 ~ /;[ \t]*$/)
-		s = $0
-		sub(/^[ \t]*"/, "", s); sub(/"[ \t]*;?[ \t]*$/, "", s); sub(/\\n$/, "", s)
-		gsub(/\\"/, "\"", s); gsub(/\\\\/, "\\", s)
-		print s
-		if (last) exit
-	}' "$1"
-}
-
-# Bash assignments for a C tool's command tables (cli.h): the first string
-# of each entry of commands[] = { ... }, and of NAME_commands[] for the
-# subcommands of NAME.
-c_commands() {
-	awk -v tool="$1" '
-	match($0, /(^|[ \t])([a-z][a-z0-9_]*_)?commands\[\] = \{/) {
-		path = tool
-		if (match($0, /[a-z][a-z0-9_]*_commands\[/)) {
-			word = substr($0, RSTART, RLENGTH - 10); gsub(/_/, "-", word)
-			path = tool " " word
-		}
-		on = 1; names = ""; next
-	}
-	on && /^};/ { printf "_execkit_cmds[\"%s\"]=\"%s\"\n", path, names; on = 0; next }
-	on && match($0, /^[ \t]*\{ *"[^"]+"/) {
-		split(substr($0, RSTART, RLENGTH), f, "\"")
-		names = names (names == "" ? "" : " ") f[2]
-	}' "$2"
-}
-
-# "NAME ARG" per entry of the option table: ARG is 1 when it takes a value.
-c_longopts() {
-	awk '
-	/static const struct option options\[\] = \{/ { on = 1; next }
-	on && /^};/ { exit }
-	on && /CLI_COMMON_OPTIONS/ { print "help 0"; print "version 0" }
-	on && /CLI_STATE_OPTIONS/ { print "state-dir 1"; print "json 0" }
-	on && match($0, /\{ *"[^"]+", *[a-z_]+_argument/) {
-		e = substr($0, RSTART, RLENGTH)
-		split(e, f, "\"")
-		print f[2], (e ~ /no_argument/ ? 0 : 1)
-	}' "$1"
-}
-
-# "-X ARG" per letter of getopt_long's optstring.
-c_shortopts() {
-	sed -n 's/.*getopt_long([^"]*"\([^"]*\)".*/\1/p' "$1" | head -n 1 |
-		awk '{ n = length($0); for (i = 1; i <= n; i++) { c = substr($0, i, 1); if (c == ":") continue
-			print "-" c, (substr($0, i + 1, 1) == ":" ? 1 : 0) } }'
-}
+bin=${2:-.}
+c_tools="exec-accept exec-dispatcher exec-inspect exec-reconcile exec-report exec-run exec-session exec-shares"
+tools=" $c_tools exec-loop"
 
 # exec-loop: the here-document of usage().
 sh_help() {
 	awk '/cat <<USAGE/ { on = 1; next } on && /^USAGE$/ { exit } on { gsub(/\\\$/, "$"); print }' "$1"
 }
 
-# exec-loop: the patterns of the argument loop; --x=*) means --x takes a value.
+# exec-loop: "opts" and "takes" from the patterns of its argument loop;
+# --x=*) means --x takes a value.
 sh_opts() {
 	awk '
 	/^while \[ \$# -gt 0 \]; do/ { on = 1; next }
@@ -110,176 +57,102 @@ sh_opts() {
 	}' "$1" | awk '
 	/=\*$/ { sub(/=\*$/, ""); arg[$0] = 1; next }
 	{ if (!($0 in seen)) { seen[$0] = 1; order[++n] = $0 } }
-	END { for (i = 1; i <= n; i++) print order[i], (order[i] in arg ? 1 : 0) }'
-}
-
-# From a tool's help text on stdin, bash assignments for
-#   _execkit_cmds["TOOL[ SUB]"]   the subcommands at that point, when the
-#                                 second argument is 1 (exec-loop, which has
-#                                 no table; a C tool's come from c_commands)
-#   _execkit_args["TOOL[ SUB]"]   the operands' metavariables (X... repeats)
-#   _execkit_meta["TOOL --opt"]   the metavariable of an option's value
-parse_help() {
-	awk -v tool="$1" -v want_cmds="${2:-0}" '
-	function add(map, key, w,   s) {
-		s = " " map[key] " "
-		if (index(s, " " w " ") == 0) map[key] = map[key] (map[key] == "" ? "" : " ") w
-	}
-	function usage_line(line,   n, t, i, j, k, np, paths, newp, alts, na, depth, grp, pos, skip) {
-		n = split(line, t, /[ \t]+/)
-		np = 1; paths[1] = tool; pos = ""; depth = 0; grp = ""
-		for (i = 1; i <= n; i++) {
-			if (t[i] == "" || t[i] == tool || t[i] == "[OPTION]...") continue
-			if (skip) { skip = 0; continue }
-			if (depth > 0 || t[i] ~ /^\[/) {        # an optional group
-				grp = grp (grp == "" ? "" : " ") t[i]
-				depth += gsub(/\[/, "[", t[i]) - gsub(/\]/, "]", t[i])
-				if (depth == 0) {
-					if (grp ~ /^\[[A-Z][A-Z0-9_]*(\.\.\.)?\]$/) {
-						gsub(/[][]/, "", grp); pos = pos (pos == "" ? "" : " ") grp
-					}
-					grp = ""
-				}
-				continue
-			}
-			if (t[i] == "<") { skip = 1; continue }    # a redirection and its file
-			if (t[i] ~ /^-/) {                         # an option, maybe with its value
-				if (i < n && t[i + 1] ~ /^[A-Z][A-Z0-9_]*$/) skip = 1
-				continue
-			}
-			if (t[i] ~ /^[a-z][a-z0-9-]*(\|[a-z][a-z0-9-]*)*$/ && pos == "") {
-				na = split(t[i], alts, "|"); k = 0
-				for (j = 1; j <= np; j++)
-					for (m = 1; m <= na; m++) {
-						add(cmds, paths[j], alts[m]); newp[++k] = paths[j] " " alts[m]
-					}
-				np = k
-				for (j = 1; j <= np; j++) paths[j] = newp[j]
-				continue
-			}
-			if (t[i] ~ /^[A-Z][A-Z0-9_.]*$/) pos = pos (pos == "" ? "" : " ") t[i]
-		}
-		for (j = 1; j <= np; j++) if (pos != "") args[paths[j]] = pos
-	}
-	# A description, its first line, for the zsh and fish completions: cut
-	# before a parenthesis the line leaves open, and at a trailing comma,
-	# semicolon or colon.
-	function describe(key, text) {
-		if (gsub(/\(/, "(", text) > gsub(/\)/, ")", text)) sub(/ *\([^()]*$/, "", text)
-		sub(/[,;:]$/, "", text)
-		gsub(/\\/, "\\\\", text); gsub(/"/, "\\\"", text); gsub(/\$/, "\\$", text)
-		gsub(/`/, "\\`", text)
-		if (!(key in desc)) desc[key] = text
-	}
-	/^Usage: / { inusage = 1; sub(/^Usage: /, ""); usage_line($0); next }
-	inusage && $0 ~ "^[ \t]+" tool "([ \t]|$)" { usage_line($0); next }
-	{ inusage = 0 }
-	/^Commands:$/ { incmds = 1; next }
-	/^[^ \t]/ { incmds = 0 }
-	# "  word [word] [OPERAND]...  description" in the Commands: block
-	incmds && match($0, /^  [a-z][a-z-]*( [a-z][a-z-]*)*( [][A-Z_.|]+)*( +|$)/) {
-		s = substr($0, RSTART, RLENGTH); rest = substr($0, RLENGTH + 1)
-		sub(/^ +/, "", s); sub(/ +$/, "", s)
-		n = split(s, w, " "); key = tool
-		for (i = 1; i <= n && w[i] ~ /^[a-z][a-z-]*$/; i++) key = key " " w[i]
-		if (rest != "") describe(key, rest)
-	}
-	# "  -X, --long[ =]META  description": one blank between META and the text
-	# is enough (--output-cap BYTES keep ...), an all-capital word after more
-	# blanks begins the description (--json        JSON Lines ...)
-	match($0, /^ +(-[A-Za-z0-9], )?--[a-z0-9-]+([ =][A-Z][A-Z0-9_]*(=[A-Z][A-Z0-9_]*)?)? +[^ ]/) &&
-	    match($0, /^ +/) && RLENGTH <= 6 &&
-	    match($0, /^ +(-[A-Za-z0-9], )?--[a-z0-9-]+([ =][A-Z][A-Z0-9_]*(=[A-Z][A-Z0-9_]*)?)? +[^ ]/) {
-		s = substr($0, RSTART, RLENGTH - 1); rest = substr($0, RLENGTH)
-		sub(/^ +/, "", s); sub(/ +$/, "", s)
-		long = s; sub(/^-[A-Za-z0-9], /, "", long); sub(/[ =].*/, "", long)
-		if (rest ~ /^[A-Z][A-Z0-9_]*$/) rest = ""   # a value named, the text below
-		if (rest != "") describe(tool " " long, rest)
-		if (s ~ /^-[A-Za-z0-9], /) {
-			shorts[tool " " long] = substr(s, 1, 2)
-			if (rest != "") describe(tool " " substr(s, 1, 2), rest)
-		}
-	}
-	match($0, /^[ \t]+(-[A-Za-z0-9], )?--[a-z0-9-]+[ =][A-Z][A-Z0-9_]*/) {
-		s = substr($0, RSTART, RLENGTH)
-		short = match(s, /-[A-Za-z0-9], /) ? substr(s, RSTART, 2) : ""
-		sub(/^.*--/, "", s)
-		split(s, f, /[ =]/)
-		meta[tool " --" f[1]] = f[2]
-		if (short != "") meta[tool " " short] = f[2]
-	}
 	END {
-		if (want_cmds) for (k in cmds) printf "_execkit_cmds[\"%s\"]=\"%s\"\n", k, cmds[k]
-		for (k in args) printf "_execkit_args[\"%s\"]=\"%s\"\n", k, args[k]
-		for (k in meta) printf "_execkit_meta[\"%s\"]=%s\n", k, meta[k]
-		for (k in desc) printf "_execkit_desc[\"%s\"]=\"%s\"\n", k, desc[k]
-		for (k in shorts) printf "_execkit_short[\"%s\"]=%s\n", k, shorts[k]
+		for (i = 1; i <= n; i++) {
+			all = all (i > 1 ? " " : "") order[i]
+			if (order[i] in arg) printf "takes\texec-loop %s\t1\n", order[i]
+		}
+		printf "opts\texec-loop\t%s\n", all
 	}'
 }
 
-# Bash assignments for one tool's options ("NAME ARG" lines on stdin).
-emit_opts() {
-	awk -v tool="$1" '
-	{ o = ($1 ~ /^-/ ? $1 : "--" $1); all = all (all == "" ? "" : " ") o
-	  if ($2 == 1) printf "_execkit_takes[\"%s %s\"]=1\n", tool, o }
-	END { printf "_execkit_opts[%s]=\"%s\"\n", tool, all }'
+# exec-loop: "meta", "desc" and "short" from its help text: the option
+# lines "  -X, --long META  description" (the description from the
+# column after two blanks).
+sh_help_data() {
+	sh_help "$1" | awk '
+	function describe(key, text) {
+		if (gsub(/\(/, "(", text) > gsub(/\)/, ")", text)) sub(/ *\([^()]*$/, "", text)
+		sub(/[,;:]$/, "", text)
+		if (!(key in desc)) { desc[key] = 1; printf "desc\t%s\t%s\n", key, text }
+	}
+	match($0, /^  (-[A-Za-z0-9], )?--[a-z0-9-]+( [A-Z][A-Z0-9_]*)? +[^ ]/) {
+		s = substr($0, RSTART, RLENGTH - 1); rest = substr($0, RLENGTH)
+		sub(/^ +/, "", s); sub(/ +$/, "", s)
+		long = s; sub(/^-[A-Za-z0-9], /, "", long); sub(/ .*/, "", long)
+		if (s ~ / [A-Z]/) { m = s; sub(/.* /, "", m); printf "meta\texec-loop %s\t%s\n", long, m }
+		describe("exec-loop " long, rest)
+		if (s ~ /^-[A-Za-z0-9], /) {
+			printf "short\texec-loop %s\t%s\n", long, substr(s, 1, 2)
+			describe("exec-loop " substr(s, 1, 2), rest)
+		}
+	}'
 }
 
-kinds=$(awk '/inspect_list_kinds\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' \
-	"$src/libcommon/inspect.c" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
-[ -n "$kinds" ] || { echo "gen-completion: no inspect_list_kinds in $src/libcommon/inspect.c" >&2; exit 1; }
-outcomes=$(sed -n 's/^#define PROTO_OUTCOMES //p' "$src/libcommon/protocol.h" |
-	grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//')
-[ -n "$outcomes" ] || { echo "gen-completion: no PROTO_OUTCOMES in $src/libcommon/protocol.h" >&2; exit 1; }
-
-# Bash assignments _execkit_columns["exec-inspect list KIND"] from the
-# field tables of doc/json.md's list_KIND records, and for exec-session show.
-columns() {
+# "columns" for exec-inspect list KIND, from doc/json.md's list_KIND records.
+list_columns() {
 	awk '
 	/^### record: list_/ { k = $3; sub(/^list_/, "", k); cols[k] = ""; cur = k; next }
 	/^### / { cur = ""; next }
 	cur != "" && /^\| [a-z_]+ \|/ && !/^\| field \|/ { split($0, f, "|"); gsub(/ /, "", f[2])
 		cols[cur] = cols[cur] (cols[cur] == "" ? "" : " ") f[2] }
-	END { for (k in cols) printf "_execkit_columns[\"exec-inspect list %s\"]=\"%s\"\n", k, cols[k] }' \
+	END { for (k in cols) printf "columns\texec-inspect list %s\t%s\n", k, cols[k] }' \
 		"$src/doc/json.md" | LC_ALL=C sort
-	awk '/show_columns\[\] = \{/ { on = 1 } on { print } on && /};/ { exit }' "$src/cmd/session-show.c" |
-		grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ' |
-		sed 's/ $//; s/.*/_execkit_columns["exec-session show"]="&"/'
-	echo
 }
 
-tools=$(for f in "$src"/cmd/exec-*.c; do printf ' %s' "$(basename "$f" .c)"; done; printf ' exec-loop')
-
-data() {
-	printf '_execkit_kinds="%s"\n' "$kinds"
-	printf '_execkit_outcomes="%s"\n' "$outcomes"
-	columns
-
-	for f in "$src"/cmd/exec-*.c; do
-		t=$(basename "$f" .c)
-		printf '\n# %s\n' "$t"
-		{ c_longopts "$f"; c_shortopts "$f"; } | emit_opts "$t"
-		{ c_commands "$t" "$f"; c_help "$f" | parse_help "$t"; } | LC_ALL=C sort
+# All the data, as "WHAT<TAB>KEY<TAB>VALUE" lines: the scripts below are
+# made from these.  The words of exec-inspect's --outcome and list are
+# what the scripts offer for OUTCOME and KIND (outcomes, kinds).
+data_table() {
+	printf 'kinds\t\t%s\noutcomes\t\t%s\n' "$kinds" "$outcomes"
+	list_columns
+	for t in $c_tools; do
+		grep -v '^\(words\|bounds\)	' "$tmp/$t"
 	done
 	f=$src/cmd/exec-loop
-	printf '\n# exec-loop\n'
-	sh_opts "$f" | emit_opts exec-loop
-	sh_help "$f" | parse_help exec-loop 1 | LC_ALL=C sort
+	sh_opts "$f"
+	sh_help_data "$f"
+}
+
+# The tools' data, asked here, in this shell, so that a tool that fails
+# stops the script (in a pipeline it would not).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for t in $c_tools; do
+	"$bin/$t" --completion-helper >"$tmp/$t" ||
+		{ echo "gen-completion: $bin/$t --completion-helper failed" >&2; exit 1; }
+done
+outcomes=$(sed -n 's/^words	exec-inspect --outcome	//p' "$tmp/exec-inspect")
+kinds=$(sed -n 's/^words	exec-inspect list	//p' "$tmp/exec-inspect")
+if [ -z "$outcomes" ] || [ -z "$kinds" ]; then
+	echo "gen-completion: no outcomes or list kinds from $bin/exec-inspect" >&2
+	exit 1
+fi
+
+# The data as bash assignments, _execkit_WHAT["KEY"]="VALUE" (or
+# _execkit_WHAT="VALUE" for an empty KEY); the descriptions are zsh's and
+# fish's only.
+bash_data() {
+	awk -F '\t' '
+	function q(s) { gsub(/[\\"$`]/, "\\\\&", s); return "\"" s "\"" }
+	$1 == "desc" || $1 == "short" { next }
+	$2 == "" { print "_execkit_" $1 "=" q($3); next }
+	{ print "_execkit_" $1 "[" q($2) "]=" q($3) }'
 }
 
 # The bash completion: the data as bash arrays, and _execkit.
 bash_completion() {
 	cat <<'EOF'
 # bash completion for the execkit tools.
-# GENERATED by build-aux/gen-completion.sh from the option and command tables
-# and usage text of cmd/*.c and cmd/exec-loop: do not edit; change the tool
-# instead.
+# GENERATED by build-aux/gen-completion.sh from the tools' --completion-helper
+# (their option and command tables) and cmd/exec-loop's usage text: do not
+# edit; change the tool instead.
 # shellcheck shell=bash
 
 declare -gA _execkit_opts=() _execkit_takes=() _execkit_meta=() _execkit_cmds=() _execkit_args=()
 declare -gA _execkit_columns=()
 EOF
-	data | grep -v '^_execkit_\(desc\|short\)\['
+	data_table | bash_data
 	cat <<'EOF'
 
 # Run a tool for completion data: read-only commands, bounded in time, quiet.
@@ -429,25 +302,6 @@ EOF
 	printf 'complete -F _execkit%s\n' "$tools"
 }
 
-# The data of data() as NAME, KEY and VALUE, tab-separated (KEY empty for a
-# scalar), unquoted: what the zsh and fish completions are made from.
-data_table() {
-	data | awk '
-	/^_execkit_[a-z]+(\[|=)/ {
-		name = $0; sub(/[[=].*/, "", name); sub(/^_execkit_/, "", name)
-		rest = substr($0, length("_execkit_" name) + 1); key = ""
-		if (rest ~ /^\[/) {
-			key = substr(rest, 2, index(rest, "]=") - 2); rest = substr(rest, index(rest, "]=") + 1)
-			if (key ~ /^".*"$/) key = substr(key, 2, length(key) - 2)
-		}
-		v = substr(rest, 2)
-		if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
-		out = ""
-		while ((i = index(v, "\\")) > 0) { out = out substr(v, 1, i - 1) substr(v, i + 1, 1); v = substr(v, i + 2) }
-		printf "%s\t%s\t%s\n", name, key, out v
-	}'
-}
-
 # The zsh completion: a #compdef function with the same walk over the words
 # as the bash one's and the same queries for values from the state, and the
 # descriptions of the options and commands.
@@ -455,10 +309,11 @@ zsh_completion() {
 	printf '#compdef%s\n' "$tools"
 	cat <<'EOF'
 # zsh completion for the execkit tools.
-# GENERATED by build-aux/gen-completion.sh from the option and command tables
-# and usage text of cmd/*.c and cmd/exec-loop: do not edit; change the tool
-# instead.  Installed as _execkit in a directory of $fpath (compinit finds
-# it there); sourced after compinit, it registers itself with compdef.
+# GENERATED by build-aux/gen-completion.sh from the tools' --completion-helper
+# (their option and command tables) and cmd/exec-loop's usage text: do not
+# edit; change the tool instead.  Installed as _execkit in a directory of
+# $fpath (compinit finds it there); sourced after compinit, it registers
+# itself with compdef.
 
 typeset -gA _execkit_opts _execkit_takes _execkit_meta _execkit_cmds _execkit_args
 typeset -gA _execkit_columns _execkit_desc
@@ -627,10 +482,11 @@ EOF
 fish_completion() {
 	cat <<'EOF'
 # fish completion for the execkit tools.
-# GENERATED by build-aux/gen-completion.sh from the option and command tables
-# and usage text of cmd/*.c and cmd/exec-loop: do not edit; change the tool
-# instead.  Installed as execkit.fish in fish's vendor_completions.d, with a
-# link under every tool's name (the names fish looks for).
+# GENERATED by build-aux/gen-completion.sh from the tools' --completion-helper
+# (their option and command tables) and cmd/exec-loop's usage text: do not
+# edit; change the tool instead.  Installed as execkit.fish in fish's
+# vendor_completions.d, with a link under every tool's name (the names fish
+# looks for).
 
 EOF
 	data_table | awk -F '\t' -v tools="$tools" '

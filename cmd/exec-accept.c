@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "crash.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "progress.h"
 #include "protocol.h"
 #include "runs.h"
@@ -37,51 +38,47 @@
 
 static const char PROG[] = "exec-accept";
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_FROM_DISPATCHER, OPT_MAX, OPT_TIMEOUT, OPT_PREFETCH,
-	OPT_WAIT };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "session", required_argument, NULL, OPT_SESSION },
-	{ "from-dispatcher", no_argument, NULL, OPT_FROM_DISPATCHER },
-	{ "max", required_argument, NULL, OPT_MAX },
-	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
-	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-	{ "wait-ms", required_argument, NULL, OPT_WAIT },
-	{ NULL, 0, NULL, 0 },
+struct opts {
+	const char *state_dir, *session;
+	int64_t max, timeout_ms, prefetch, wait_ms;
+	int json, from_dispatcher;
 };
 
-static const char USAGE[] =
+static const struct opt options[] = {
+	OPTS_FLAG("from-dispatcher", 0, from_dispatcher,
+	    "pull the session's work feed and send receipts back"),
+	OPTS_INT("max", max, 1, 1000, "N", "with --from-dispatcher: at most N runs (default 100)"),
+	OPTS_INT("prefetch", prefetch, 1, 1000, "N",
+	    "with --from-dispatcher: at most N runs queued here in\n"
+	    "all, counting those already queued and due within a\n"
+	    "minute (exec-loop: its slots)"),
+	OPTS_INT("wait-ms", wait_ms, 0, FEED_WAIT_MAX, "N",
+	    "with --from-dispatcher: when there is no work, wait up\n"
+	    "to N ms (at most 30000) for some to be submitted; with\n"
+	    "--prefetch P, first for at most P/2 to be left queued"),
+	OPTS_STRING("session", 0, session, "SID", "refuse unless SID is the current session"),
+	OPTS_INT("timeout-ms", timeout_ms, 1, CLIENT_TIMEOUT_MAX_MS, "N",
+	    "bound each dispatcher request to N ms (default 5000)"),
+	OPTS_STATE("one JSON outcome per input line (doc/json.md)"),
+};
+
+static const char USAGE_HEAD[] =
 	"Usage: exec-accept [OPTION]... < RUNS.jsonl\n"
 	"       exec-accept [OPTION]... --from-dispatcher\n"
 	"Accept runs under the current session, idempotently by run id.\n"
 	"\n"
-	"Options:\n"
-	"      --from-dispatcher  pull the session's work feed and send receipts back\n"
-	"      --max N            with --from-dispatcher: at most N runs (default 100)\n"
-	"      --prefetch N       with --from-dispatcher: at most N runs queued here in\n"
-	"                         all, counting those already queued and due within a\n"
-	"                         minute (exec-loop: its slots)\n"
-	"      --wait-ms N        with --from-dispatcher: when there is no work, wait up\n"
-	"                         to N ms (at most 30000) for some to be submitted; with\n"
-	"                         --prefetch P, first for at most P/2 to be left queued\n"
-	"      --session SID      refuse unless SID is the current session\n"
-	"      --timeout-ms N     bound each dispatcher request to N ms (default 5000)\n"
-	"      --json             one JSON outcome per input line (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"Options:\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Exit status: 0 every line accepted or a duplicate; 64 usage; 65 some line\n"
 	"invalid or a conflict (the others are accepted); 66 no state directory;\n"
 	"69 dispatcher unavailable; 75 state busy, try again; 77 no current session\n"
 	"or not SID; 78 state from another version, or unsafe permissions.\n";
 
-struct opts {
-	const char *state_dir, *session;
-	int64_t max, timeout_ms, prefetch, wait_ms;
-	int json, from_dispatcher;
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options),
 };
 
 /*
@@ -619,37 +616,12 @@ accept_all(struct state *st, const struct opts *o, struct batch *b, struct ek_er
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
 	o->max = 100;
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_SESSION: o->session = optarg; break;
-		case OPT_FROM_DISPATCHER: o->from_dispatcher = 1; break;
-		case OPT_MAX:
-			if (cli_parse_i64(optarg, 1, 1000, &o->max) < 0)
-				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to 1000", optarg);
-			break;
-		case OPT_PREFETCH:
-			if (cli_parse_i64(optarg, 1, 1000, &o->prefetch) < 0)
-				return cli_usage_error(PROG, "--prefetch: '%s' is not a number from 1 to 1000", optarg);
-			break;
-		case OPT_WAIT:
-			if (cli_parse_i64(optarg, 0, FEED_WAIT_MAX, &o->wait_ms) < 0)
-				return cli_usage_error(PROG, "--wait-ms: '%s' is not a number of ms from 0 to %d",
-				    optarg, FEED_WAIT_MAX);
-			break;
-		case OPT_TIMEOUT:
-			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
-				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
-			break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s' (runs are read from standard input)", argv[optind]);
 	if (o->prefetch && !o->from_dispatcher)

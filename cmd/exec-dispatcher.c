@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,15 +23,13 @@
 #include "dispatcher-submit.h"
 #include "err.h"
 #include "file.h"
+#include "opts.h"
 #include "dispatcher/dispatcher.h"
 
 const char PROG[] = "exec-dispatcher";     /* not static: dispatcher/ logs with it */
 
-/* The server's one state, with the options' defaults. */
+/* The server's one state; its cfg comes from the options (parse_args). */
 struct dispatcher dsp = {
-	.cfg = { .lease_ms = 30000, .heartbeat_ms = 2000, .retry_after_s = 1,
-		.settle_after_ms = 30000, .abandon_after_ms = 86400000,
-		.store = "./exec-dispatcher.db" },
 	.store = { .mu = PTHREAD_MUTEX_INITIALIZER, .peek_mu = PTHREAD_MUTEX_INITIALIZER },
 };
 
@@ -46,7 +43,7 @@ write_port_file(const char *path, unsigned port, struct ek_err *e)
 	return file_write_atomic(path, line, (size_t)n, 0644, e);
 }
 
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
 	"Usage: exec-dispatcher [OPTION]...\n"
 	"       exec-dispatcher [OPTION]... submit [--id ID] -- PROGRAM [ARG]...\n"
 	"       exec-dispatcher [OPTION]... backup COPY\n"
@@ -54,52 +51,9 @@ static const char USAGE[] =
 	"with admin endpoints and fault injection for tests; or submit one run to\n"
 	"a dispatcher that runs (POST /admin/runs) and print its run id; or copy\n"
 	"the store, consistent while it serves, to COPY (a new file, mode 0600).\n"
-	"\n"
-	"      --port N          listen on port N (default 0: pick a free port);\n"
-	"                        submit: the dispatcher on 127.0.0.1:N\n"
-	"      --port-file FILE  write the chosen port to FILE, atomically; submit:\n"
-	"                        the dispatcher on the port FILE holds\n"
-	"      --store FILE      the dispatcher's SQLite store\n"
-	"                        (default ./exec-dispatcher.db)\n"
-	"      --admin-token-file FILE\n"
-	"                        the token /admin/ requests must show (mode 0600);\n"
-	"                        default STORE.admin-token, made at the first start\n"
-	"                        (submit sends it, and never makes it)\n"
-	"      --lease-ms N      session lease in milliseconds (default 30000)\n"
-	"      --heartbeat-ms N  heartbeat interval told to executors (default 2000)\n"
-	"      --incarnation ID  incarnation of a new store (inc- + 16 hex digits)\n"
-	"      --gate MODE       adaptive (the default): admit requests by a limit\n"
-	"                        adapted from the latency of results; off: no limit\n"
-	"      --max-inflight N  a cap on that limit: past N requests in flight, answer\n"
-	"                        429 with Retry-After (heartbeats and negotiations never;\n"
-	"                        default 0: no cap)\n"
-	"      --max-rate N      past N such requests a second (a burst of N/10), answer\n"
-	"                        429 with Retry-After (default 0: no rate bound)\n"
-	"      --rate-wait-ms N  a request past --max-rate whose turn comes within N ms\n"
-	"                        waits for it instead of a 429 (default 0: none waits)\n"
-	"      --retry-after S   the least Retry-After of a gated request, in seconds\n"
-	"                        (default 1); a random spread over the gate's backlog\n"
-	"                        is added\n"
-	"      --settle-after-ms N\n"
-	"                        N ms after a session ended, ask its executor's current\n"
-	"                        session about the runs it left (default 30000)\n"
-	"      --abandon-after-ms N\n"
-	"                        N ms after a session ended, abandon the runs it left\n"
-	"                        that no answer settled (default 86400000, a day)\n"
-	"  -q, --quiet           no startup line and no request log on stderr\n"
-	"      --url URL         submit: the dispatcher's base URL (instead of --port\n"
-	"                        or --port-file)\n"
-	"      --id ID           submit: the run id (default: run- and 16 random hex\n"
-	"                        digits); the same id and spec again is no new run\n"
-	"      --txn-id ID       submit: its transaction id (default: the run id)\n"
-	"      --due WHEN        submit: start no earlier than WHEN: now (default), a\n"
-	"                        delay (90s, 5m, 2h, 1d) or @SECONDS since the epoch\n"
-	"      --timeout DURATION  submit: end the guest after DURATION (500ms, 30s, 5m)\n"
-	"      --env VAR=VALUE   submit: set VAR in the guest's environment (repeatable)\n"
-	"      --cwd DIR         submit: the guest's working directory (absolute)\n"
-	"      --json            submit: a JSON record instead of the run id alone\n"
-	"  -h, --help            show this help and exit\n"
-	"  -V, --version         show the version and exit\n"
+	"\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Runs until SIGTERM or SIGINT.  Exit status: 0 stopped by a signal (submit:\n"
 	"submitted, or submitted before with the same spec), 64 usage error,\n"
@@ -112,11 +66,20 @@ static const char USAGE[] =
 	"unexpected answer, 78 a store or token file others may read (submit: or\n"
 	"the token was refused).\n";
 
-enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HEARTBEAT_MS,
-	OPT_INCARNATION, OPT_MAX_INFLIGHT, OPT_MAX_RATE, OPT_RETRY_AFTER, OPT_SETTLE_AFTER_MS,
-	OPT_ABANDON_AFTER_MS, OPT_RATE_WAIT_MS, OPT_ADMIN_TOKEN_FILE, OPT_GATE,
-	/* submit's own */
-	OPT_URL, OPT_ID, OPT_TXN_ID, OPT_DUE, OPT_TIMEOUT, OPT_ENV, OPT_CWD };
+/* What the command line says, by the table below; parse_args() hands it
+ * on to dsp.cfg (serving) and sub (submit; --env goes straight there). */
+struct opts {
+	const char *port_file, *store, *admin_token_file, *incarnation, *gate;
+	const char *url, *run_id, *txn_id, *cwd;      /* submit's */
+	int64_t due_at, timeout_ms;
+	int64_t port, lease_ms, heartbeat_ms, max_inflight, max_rate, retry_after_s, rate_wait_ms,
+	    settle_after_ms, abandon_after_ms;
+	int quiet, json;
+};
+
+/* Which options go with serving only, and with submit only (struct opt's
+ * mark): each refused with the other. */
+enum { SERVE = 1, SUBMIT = 2 };
 
 /* The longest a request may wait for its turn at --max-rate: far below any
  * client's timeout. */
@@ -125,41 +88,10 @@ enum { OPT_PORT = OPT_FIRST_TOOL, OPT_PORT_FILE, OPT_STORE, OPT_LEASE_MS, OPT_HE
 /* The longest wait --settle-after-ms and --abandon-after-ms take: ten years. */
 #define AFTER_MS_MAX INT64_C(315360000000)
 
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	{ "port", required_argument, NULL, OPT_PORT },
-	{ "port-file", required_argument, NULL, OPT_PORT_FILE },
-	{ "store", required_argument, NULL, OPT_STORE },
-	{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE },
-	{ "lease-ms", required_argument, NULL, OPT_LEASE_MS },
-	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT_MS },
-	{ "incarnation", required_argument, NULL, OPT_INCARNATION },
-	{ "gate", required_argument, NULL, OPT_GATE },
-	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
-	{ "max-rate", required_argument, NULL, OPT_MAX_RATE },
-	{ "retry-after", required_argument, NULL, OPT_RETRY_AFTER },
-	{ "rate-wait-ms", required_argument, NULL, OPT_RATE_WAIT_MS },
-	{ "settle-after-ms", required_argument, NULL, OPT_SETTLE_AFTER_MS },
-	{ "abandon-after-ms", required_argument, NULL, OPT_ABANDON_AFTER_MS },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "url", required_argument, NULL, OPT_URL },
-	{ "id", required_argument, NULL, OPT_ID },
-	{ "txn-id", required_argument, NULL, OPT_TXN_ID },
-	{ "due", required_argument, NULL, OPT_DUE },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "cwd", required_argument, NULL, OPT_CWD },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* The commands besides serving, as git's commands[]; gen-completion.sh
- * reads their names. */
-static const struct command {
-	const char *name;
-} commands[] = {
-	{ "submit" },
-	{ "backup" },
+/* The commands besides serving, as git's commands[]. */
+static const struct cli_command commands[] = {
+	{ .name = "submit" },
+	{ .name = "backup", .args = "COPY" },
 };
 
 /* What submit was asked (dispatcher-submit.h). */
@@ -169,143 +101,202 @@ static struct submit_opts sub;
  * submit: each refused with the other. */
 static const char *serve_only, *submit_only;
 
-/* One of submit's own options into sub: 0, or the exit code. */
+/* What --txn-id, --timeout and --cwd take. */
+static bool
+txn_id_ok(const char *s)
+{
+	return *s && strlen(s) <= 256;
+}
+
 static int
-submit_opt(int c, const char *arg)
+guest_timeout(const char *s, int64_t *ms)
+{
+	return submit_parse_duration(s, ms) < 0 || *ms == 0 ? -1 : 0;
+}
+
+static bool
+is_absolute(const char *s)
+{
+	return s[0] == '/';
+}
+
+/* --env VAR=VALUE, repeatable: into sub (o is the table's, unused). */
+static int
+env_opt(void *o, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 
-	switch (c) {
-	case OPT_URL:
-		if (strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0)
-			return cli_usage_error(PROG, "--url: '%.200s' is not an http:// or https:// URL", arg);
-		sub.url = arg;
-		return 0;
-	case OPT_ID:
-		if (!is_run_id(arg))
-			return cli_usage_error(PROG, "--id: '%.200s' is not a run id (1 to 128 bytes of"
-			    " [A-Za-z0-9._:-])", arg);
-		sub.run_id = arg;
-		return 0;
-	case OPT_TXN_ID:
-		if (!*arg || strlen(arg) > 256)
-			return cli_usage_error(PROG, "--txn-id: a transaction id is 1 to 256 bytes");
-		sub.txn_id = arg;
-		return 0;
-	case OPT_DUE:
-		if (submit_parse_due(arg, &sub.due_at) < 0)
-			return cli_usage_error(PROG, "--due: '%.200s' is not now, a delay (90s, 5m, 2h, 1d)"
-			    " or @SECONDS", arg);
-		return 0;
-	case OPT_TIMEOUT:
-		if (submit_parse_duration(arg, &sub.timeout_ms) < 0 || sub.timeout_ms == 0)
-			return cli_usage_error(PROG, "--timeout: '%.200s' is not a duration (500ms, 30s,"
-			    " 5m, 2h, 1d)", arg);
-		return 0;
-	case OPT_ENV:
-		if (!eq || eq == arg || eq - arg > 255)
-			return cli_usage_error(PROG, "--env: '%.200s' is not VAR=VALUE", arg);
-		if (sub.nenv == SUBMIT_ENV_MAX)
-			return cli_usage_error(PROG, "--env: more than %d variables", SUBMIT_ENV_MAX);
-		sub.env[sub.nenv++] = arg;
-		return 0;
-	case OPT_CWD:
-		if (arg[0] != '/')
-			return cli_usage_error(PROG, "--cwd: '%.200s' is not an absolute path", arg);
-		sub.cwd = arg;
-		return 0;
-	default:   /* OPT_JSON */
-		sub.json = 1;
-		return 0;
-	}
-}
-
-/* One option of the server into cfg: 0, or the exit code. */
-static int
-serve_opt(int c, char **argv)
-{
-	switch (c) {
-	case 'q': dsp.cfg.quiet = true; break;
-	case OPT_INCARNATION: dsp.cfg.incarnation = optarg; break;
-	case OPT_LEASE_MS:
-	case OPT_HEARTBEAT_MS:
-		if (cli_parse_i64(optarg, 1, INT32_MAX, c == OPT_LEASE_MS ?
-		    &dsp.cfg.lease_ms : &dsp.cfg.heartbeat_ms) < 0)
-			return cli_usage_error(PROG, "%s: '%s' is not a positive number of milliseconds",
-			    argv[optind - 1], optarg);
-		break;
-	case OPT_GATE:
-		if (strcmp(optarg, "adaptive") != 0 && strcmp(optarg, "off") != 0)
-			return cli_usage_error(PROG, "--gate: '%s' is not adaptive or off", optarg);
-		dsp.cfg.gate_off = strcmp(optarg, "off") == 0;
-		break;
-	case OPT_MAX_INFLIGHT:
-	case OPT_MAX_RATE:
-		if (cli_parse_i64(optarg, 0, 1000000, c == OPT_MAX_RATE ? &dsp.cfg.max_rate :
-		    &dsp.cfg.max_inflight) < 0)
-			return cli_usage_error(PROG, "%s: '%s' is not a number from 0 to 1000000",
-			    c == OPT_MAX_RATE ? "--max-rate" : "--max-inflight", optarg);
-		break;
-	case OPT_RETRY_AFTER:
-		if (cli_parse_i64(optarg, 1, 3600, &dsp.cfg.retry_after_s) < 0)
-			return cli_usage_error(PROG, "--retry-after: '%s' is not a number of seconds "
-			    "from 1 to 3600", optarg);
-		break;
-	case OPT_RATE_WAIT_MS:
-		if (cli_parse_i64(optarg, 0, RATE_WAIT_MAX_MS, &dsp.cfg.rate_wait_ms) < 0)
-			return cli_usage_error(PROG, "--rate-wait-ms: '%s' is not a number of "
-			    "milliseconds from 0 to %d", optarg, RATE_WAIT_MAX_MS);
-		break;
-	case OPT_SETTLE_AFTER_MS:
-	case OPT_ABANDON_AFTER_MS:
-		if (cli_parse_i64(optarg, c == OPT_SETTLE_AFTER_MS ? 0 : 1, AFTER_MS_MAX,
-		    c == OPT_SETTLE_AFTER_MS ? &dsp.cfg.settle_after_ms :
-		    &dsp.cfg.abandon_after_ms) < 0)
-			return cli_usage_error(PROG, "%s: '%s' is not a number of milliseconds from %d"
-			    " to %" PRId64, argv[optind - 1], optarg, c == OPT_SETTLE_AFTER_MS ? 0 : 1,
-			    AFTER_MS_MAX);
-		break;
-	}
+	(void)o;
+	if (!eq || eq == arg || eq - arg > 255)
+		return cli_usage_error(PROG, "--env: '%.200s' is not VAR=VALUE", arg);
+	if (sub.nenv == SUBMIT_ENV_MAX)
+		return cli_usage_error(PROG, "--env: more than %d variables", SUBMIT_ENV_MAX);
+	sub.env[sub.nenv++] = arg;
 	return 0;
 }
 
-/* The options up to the first operand (or "--"), as getopt_long's '+'
- * leaves them, so that a PROGRAM's own options are never taken for ours:
- * -1 to go on, else the exit code. */
-static int
-parse_opts(int argc, char **argv)
-{
-	int c, rc, li = -1;
+static const char *const gate_modes[] = { "adaptive", "off", NULL };
 
-	while ((c = getopt_long(argc, argv, "+hqV", options, &li)) != -1) {
-		switch (c) {
-		case OPT_PORT_FILE: dsp.cfg.port_file = sub.port_file = optarg; break;
-		case OPT_STORE: dsp.cfg.store = sub.store = optarg; break;
-		case OPT_ADMIN_TOKEN_FILE: dsp.cfg.admin_token_file = sub.token_file = optarg; break;
-		case OPT_PORT:
-			if (cli_parse_i64(optarg, 0, 65535, &dsp.cfg.port) < 0)
-				return cli_usage_error(PROG, "--port: '%s' is not a port number", optarg);
-			sub.port = dsp.cfg.port;
-			break;
-		case OPT_URL: case OPT_ID: case OPT_TXN_ID: case OPT_DUE: case OPT_TIMEOUT:
-		case OPT_ENV: case OPT_CWD: case OPT_JSON:
-			submit_only = submit_only ? submit_only : options[li].name;
-			if ((rc = submit_opt(c, optarg ? optarg : "")) != 0)
-				return rc;
-			break;
-		case 'q': case OPT_INCARNATION: case OPT_LEASE_MS: case OPT_HEARTBEAT_MS: case OPT_GATE:
-		case OPT_MAX_INFLIGHT: case OPT_MAX_RATE: case OPT_RETRY_AFTER: case OPT_RATE_WAIT_MS:
-		case OPT_SETTLE_AFTER_MS: case OPT_ABANDON_AFTER_MS:
-			serve_only = serve_only ? serve_only : c == 'q' ? "quiet" : options[li].name;
-			if ((rc = serve_opt(c, argv)) != 0)
-				return rc;
-			break;
-		default:   /* --help, --version, or an option rejected */
-			rc = cli_common_opt(c, PROG, USAGE, argv, NULL, NULL);
-			return rc == CLI_DONE ? EK_OK : rc;
-		}
-	}
-	return -1;
+static const struct opt options[] = {
+	{ .name = "port", .kind = OPTK_INT, .meta = "N", .off = offsetof(struct opts, port),
+	  .min = 0, .max = 65535,
+	  .help = "listen on port N (default 0: pick a free port);\n"
+	    "submit: the dispatcher on 127.0.0.1:N" },
+	{ .name = "port-file", .kind = OPTK_STRING, .meta = "FILE",
+	  .off = offsetof(struct opts, port_file),
+	  .help = "write the chosen port to FILE, atomically; submit:\n"
+	    "the dispatcher on the port FILE holds" },
+	{ .name = "store", .kind = OPTK_STRING, .meta = "FILE",
+	  .off = offsetof(struct opts, store),
+	  .help = "the dispatcher's SQLite store\n"
+	    "(default ./exec-dispatcher.db)" },
+	{ .name = "admin-token-file", .kind = OPTK_STRING, .meta = "FILE",
+	  .off = offsetof(struct opts, admin_token_file),
+	  .help = "\n"
+	    "the token /admin/ requests must show (mode 0600);\n"
+	    "default STORE.admin-token, made at the first start\n"
+	    "(submit sends it, and never makes it)" },
+	{ .name = "lease-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, lease_ms),
+	  .min = 1, .max = INT32_MAX, .mark = SERVE,
+	  .help = "session lease in milliseconds (default 30000)" },
+	{ .name = "heartbeat-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, heartbeat_ms),
+	  .min = 1, .max = INT32_MAX, .mark = SERVE,
+	  .help = "heartbeat interval told to executors (default 2000)" },
+	{ .name = "incarnation", .kind = OPTK_STRING, .meta = "ID", .mark = SERVE,
+	  .off = offsetof(struct opts, incarnation),
+	  .help = "incarnation of a new store (inc- + 16 hex digits)" },
+	{ .name = "gate", .kind = OPTK_ENUM, .meta = "MODE", .mark = SERVE,
+	  .off = offsetof(struct opts, gate), .words = gate_modes,
+	  .help = "adaptive (the default): admit requests by a limit\n"
+	    "adapted from the latency of results; off: no limit" },
+	{ .name = "max-inflight", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, max_inflight),
+	  .min = 0, .max = 1000000, .mark = SERVE,
+	  .help = "a cap on that limit: past N requests in flight, answer\n"
+	    "429 with Retry-After (heartbeats and negotiations never;\n"
+	    "default 0: no cap)" },
+	{ .name = "max-rate", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, max_rate),
+	  .min = 0, .max = 1000000, .mark = SERVE,
+	  .help = "past N such requests a second (a burst of N/10), answer\n"
+	    "429 with Retry-After (default 0: no rate bound)" },
+	{ .name = "rate-wait-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, rate_wait_ms),
+	  .min = 0, .max = RATE_WAIT_MAX_MS, .mark = SERVE,
+	  .help = "a request past --max-rate whose turn comes within N ms\n"
+	    "waits for it instead of a 429 (default 0: none waits)" },
+	{ .name = "retry-after", .kind = OPTK_INT, .meta = "S",
+	  .off = offsetof(struct opts, retry_after_s),
+	  .min = 1, .max = 3600, .mark = SERVE,
+	  .help = "the least Retry-After of a gated request, in seconds\n"
+	    "(default 1); a random spread over the gate's backlog\n"
+	    "is added" },
+	{ .name = "settle-after-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, settle_after_ms),
+	  .min = 0, .max = AFTER_MS_MAX, .mark = SERVE,
+	  .help = "\n"
+	    "N ms after a session ended, ask its executor's current\n"
+	    "session about the runs it left (default 30000)" },
+	{ .name = "abandon-after-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, abandon_after_ms),
+	  .min = 1, .max = AFTER_MS_MAX, .mark = SERVE,
+	  .help = "\n"
+	    "N ms after a session ended, abandon the runs it left\n"
+	    "that no answer settled (default 86400000, a day)" },
+	{ .name = "quiet", .kind = OPTK_FLAG, .mark = SERVE,
+	  .letter = 'q', .off = offsetof(struct opts, quiet),
+	  .help = "no startup line and no request log on stderr" },
+	{ .name = "url", .kind = OPTK_STRING, .meta = "URL", .mark = SUBMIT,
+	  .off = offsetof(struct opts, url), .valid = cli_is_url, .want = "an http:// or https:// URL",
+	  .help = "submit: the dispatcher's base URL (instead of --port\n"
+	    "or --port-file)" },
+	{ .name = "id", .kind = OPTK_STRING, .meta = "ID", .mark = SUBMIT,
+	  .off = offsetof(struct opts, run_id), .valid = is_run_id,
+	  .want = "a run id (1 to 128 bytes of [A-Za-z0-9._:-])",
+	  .help = "submit: the run id (default: run- and 16 random hex\n"
+	    "digits); the same id and spec again is no new run" },
+	{ .name = "txn-id", .kind = OPTK_STRING, .meta = "ID", .mark = SUBMIT,
+	  .off = offsetof(struct opts, txn_id), .valid = txn_id_ok,
+	  .want = "a transaction id (1 to 256 bytes)",
+	  .help = "submit: its transaction id (default: the run id)" },
+	{ .name = "due", .kind = OPTK_PARSED, .meta = "WHEN", .mark = SUBMIT,
+	  .off = offsetof(struct opts, due_at), .parse = submit_parse_due,
+	  .want = "now, a delay (90s, 5m, 2h, 1d) or @SECONDS",
+	  .help = "submit: start no earlier than WHEN: now (default), a\n"
+	    "delay (90s, 5m, 2h, 1d) or @SECONDS since the epoch" },
+	{ .name = "timeout", .kind = OPTK_PARSED, .meta = "DURATION", .mark = SUBMIT,
+	  .off = offsetof(struct opts, timeout_ms), .parse = guest_timeout,
+	  .want = "a duration (500ms, 30s, 5m, 2h, 1d)",
+	  .help = "submit: end the guest after DURATION (500ms, 30s, 5m)" },
+	{ .name = "env", .kind = OPTK_CALL, .meta = "VAR=VALUE", .call = env_opt, .mark = SUBMIT,
+	  .help = "submit: set VAR in the guest's environment (repeatable)" },
+	{ .name = "cwd", .kind = OPTK_STRING, .meta = "DIR", .mark = SUBMIT,
+	  .off = offsetof(struct opts, cwd), .valid = is_absolute, .want = "an absolute path",
+	  .help = "submit: the guest's working directory (absolute)" },
+	{ .name = "json", .kind = OPTK_FLAG, .off = offsetof(struct opts, json), .mark = SUBMIT,
+	  .help = "submit: a JSON record instead of the run id alone" },
+	OPTS_COMMON,
+};
+
+/* Remember the first option of serving's and of submit's. */
+static int
+seen(void *o, const struct opt *r)
+{
+	(void)o;
+	if (r->mark == SERVE && !serve_only)
+		serve_only = r->name;
+	if (r->mark == SUBMIT && !submit_only)
+		submit_only = r->name;
+	return 0;
+}
+
+/* in_order: a PROGRAM's own options are never taken for ours. */
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .help_column = 24,
+	.in_order = true, .seen = seen,
+};
+
+/* The options up to the first operand (or "--"): -1 to go on, else the
+ * exit code (0 once --help or --version has printed). */
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	int rc = opts_parse(&spec, argc, argv, o);
+
+	return rc == CLI_DONE ? EK_OK : rc ? rc : -1;
+}
+
+/* The options into the server's configuration and submit's. */
+static void
+apply(const struct opts *o)
+{
+	struct config *c = &dsp.cfg;
+
+	c->port = sub.port = o->port;
+	c->port_file = sub.port_file = o->port_file;
+	c->store = o->store;
+	c->admin_token_file = sub.token_file = o->admin_token_file;
+	c->incarnation = o->incarnation;
+	c->lease_ms = o->lease_ms;
+	c->heartbeat_ms = o->heartbeat_ms;
+	c->gate_off = strcmp(o->gate, "off") == 0;
+	c->max_inflight = o->max_inflight;
+	c->max_rate = o->max_rate;
+	c->retry_after_s = o->retry_after_s;
+	c->rate_wait_ms = o->rate_wait_ms;
+	c->settle_after_ms = o->settle_after_ms;
+	c->abandon_after_ms = o->abandon_after_ms;
+	c->quiet = o->quiet;
+	sub.url = o->url;
+	sub.run_id = o->run_id;
+	sub.txn_id = o->txn_id;
+	sub.cwd = o->cwd;
+	sub.due_at = o->due_at;
+	sub.timeout_ms = o->timeout_ms;
+	sub.json = o->json;
 }
 
 /* submit's operands and what it needs: -1 to go on, else the exit code. */
@@ -345,18 +336,22 @@ check_backup(int argc, char **argv, const char **copy)
 static int
 parse_args(int argc, char **argv, const char **cmd, const char **copy)
 {
-	const struct command *c;
+	struct opts o = { .store = "./exec-dispatcher.db", .gate = "adaptive", .lease_ms = 30000,
+		.heartbeat_ms = 2000, .retry_after_s = 1, .settle_after_ms = 30000,
+		.abandon_after_ms = 86400000 };
+	const struct cli_command *c = NULL;
 	int rc;
 
-	opterr = 0;
-	if ((rc = parse_opts(argc, argv)) >= 0)
+	if ((rc = parse_opts(argc, argv, &o)) >= 0)
 		return rc;
 	if (optind < argc) {
-		if (!(c = cli_find_command(argv[optind], CLI_TABLE(commands))))
-			return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-		optind++;
-		if ((rc = parse_opts(argc, argv)) >= 0)
+		if ((rc = opts_command(&spec, argc, argv, &c)) != 0)
 			return rc;
+		if ((rc = parse_opts(argc, argv, &o)) >= 0)
+			return rc;
+	}
+	apply(&o);
+	if (c) {
 		*cmd = c->name;
 		return strcmp(c->name, "backup") == 0 ? check_backup(argc, argv, copy) :
 		    check_submit(argc, argv);

@@ -30,12 +30,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "client.h"
 #include "clock.h"
 #include "complete.h"
 #include "exec-inspect.h"
 #include "file.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "metrics.h"
 #include "proc.h"
 #include "relay.h"
@@ -51,33 +53,7 @@
 
 static const char PROG[] = EXEC_INSPECT_PROG;
 
-enum { OPT_SESSION = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_IDS, OPT_OUTPUT, OPT_UTC, OPT_SINCE,
-	OPT_OUTCOME, OPT_STDERR, OPT_NO_HEADINGS, OPT_LIMIT, OPT_REVERSE, OPT_FAILED, OPT_NUL = '0',
-	OPT_COLUMNS = 'o', OPT_FOLLOW = 'f', OPT_WIDE = 'w' };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "session", required_argument, NULL, OPT_SESSION },
-	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-	{ "ids", no_argument, NULL, OPT_IDS },
-	{ "null", no_argument, NULL, OPT_NUL },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "columns", required_argument, NULL, OPT_COLUMNS },
-	{ "utc", no_argument, NULL, OPT_UTC },
-	{ "since", required_argument, NULL, OPT_SINCE },
-	{ "outcome", required_argument, NULL, OPT_OUTCOME },
-	{ "stderr", no_argument, NULL, OPT_STDERR },
-	{ "follow", no_argument, NULL, OPT_FOLLOW },
-	{ "wide", no_argument, NULL, OPT_WIDE },
-	{ "no-headings", no_argument, NULL, OPT_NO_HEADINGS },
-	{ "limit", required_argument, NULL, OPT_LIMIT },
-	{ "reverse", no_argument, NULL, OPT_REVERSE },
-	{ "failed", no_argument, NULL, OPT_FAILED },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
 	"Usage: exec-inspect [OPTION]... lookup RUN_ID --session SID\n"
 	"       exec-inspect [OPTION]... summary\n"
 	"       exec-inspect [OPTION]... list KIND [--ids | -0] [-o COLUMNS] [FILTER]...\n"
@@ -87,75 +63,9 @@ static const char USAGE[] =
 	"       exec-inspect [OPTION]... relay\n"
 	"       exec-inspect [OPTION]... ids SET [PREFIX]\n"
 	"Read stored runs without touching them.\n"
-	"\n"
-	"Commands:\n"
-	"  lookup RUN_ID  InspectRetainedRun: FOUND (stored under another binding:\n"
-	"                 run id, binding, txn id, started, start marker, due time;\n"
-	"                 never the program or its arguments), FILTERED (stored under\n"
-	"                 the caller's current session) or ABSENT (no execution row and\n"
-	"                 no retained result); needs --session naming the current session\n"
-	"  summary        counts of queued, running, quarantined, unknown, unreconciled\n"
-	"                 results (and the delivery attempts spent on them), receipts,\n"
-	"                 output held, and when the oldest unreconciled result was chosen\n"
-	"  list KIND      one line per item; KIND is quarantined (runs of other\n"
-	"                 bindings), unknown, retained (results not refused), refused,\n"
-	"                 orphaned (retained under a session that is not current),\n"
-	"                 queued, running (of the current session), receipts, or all\n"
-	"                 (every accepted run, one row each: its state, program,\n"
-	"                 elapsed time or duration); a table sized to its content and\n"
-	"                 cut to the terminal's width (-w: whole); FILTER is --since\n"
-	"                 AGE, --outcome OUTCOME, --failed, --session SID\n"
-	"  show RUN_ID    a run's story (program, args, env names, cwd, timeout,\n"
-	"                 binding, times, outcome, message, whether output was cut,\n"
-	"                 delivery, where the evidence went, hand-back, output files),\n"
-	"                 then everything stored about it: accepted spec identity,\n"
-	"                 execution row, retained result, receipt, run record,\n"
-	"                 hand-back; tells acknowledged from never recorded\n"
-	"  logs RUN_ID    print the run's captured standard output (--stderr: its\n"
-	"                 standard error); made safe for a terminal when on one;\n"
-	"                 says on stderr when the capture dropped part of it\n"
-	"  metrics        the summary, counters (*_total) and session gauges as\n"
-	"                 Prometheus text (metrics named execkit_*), for node_exporter's\n"
-	"                 textfile collector\n"
-	"  relay          answer the inspections the dispatcher holds for the current\n"
-	"                 session (asked by clients of its API): each gets the answer\n"
-	"                 lookup would give, or ERROR with the reason and exit status;\n"
-	"                 one line per inspection answered\n"
-	"  ids SET        the run ids the shell completion offers, those starting with\n"
-	"                 PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
-	"                 included), queued, running or live (both; of the current\n"
-	"                 session), or retained (results not refused)\n"
-	"\n"
-	"Options:\n"
-	"      --timeout-ms N     wait at most N ms for the database, and relay: for each\n"
-	"                         request to the dispatcher (default 5000)\n"
-	"      --ids              list: run ids only, one per line (for exec-report)\n"
-	"  -0, --null             list: run ids only, each ended by a NUL byte\n"
-	"  -o, --columns COLUMNS  list: print only these columns, in this order (comma\n"
-	"                         list of the header's names, any case)\n"
-	"  -w, --wide             list: never cut a cell to fit the terminal\n"
-	"      --no-headings      list: no header line\n"
-	"      --limit N          list: at most N rows (the first in the list's order)\n"
-	"      --reverse          list: newest first (with --limit N: the newest N)\n"
-	"      --since AGE        list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
-	"                         the time the list is ordered by)\n"
-	"      --outcome OUTCOME  list retained, refused, orphaned, receipts, all: rows\n"
-	"                         of that outcome (exited, killed, timeout, cancelled,\n"
-	"                         exec_failed)\n"
-	"      --failed           list retained, refused, orphaned, receipts, all: runs\n"
-	"                         that failed (not exited 0, not cancelled; or unknown)\n"
-	"      --session SID      lookup: the current session the caller holds;\n"
-	"                         list: rows bound to session SID\n"
-	"      --stderr           logs: the standard error instead\n"
-	"  -f, --follow           logs: keep printing what the run writes; ends once the\n"
-	"                         run has finished and its output is printed\n"
-	"      --utc              print times in UTC, not the local time zone\n"
-	"      --output FILE      metrics: replace FILE atomically (mode 0644) instead of\n"
-	"                         writing to standard output\n"
-	"      --json             JSON Lines output (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"The executor is shutting down while the file 'shutdown' in the state\n"
 	"directory is newer than its newest session; lookups then fail with 75.\n"
@@ -172,7 +82,6 @@ static const char USAGE[] =
 	"posted) or answered nonsense;\n"
 	"77 no current session, or --session names another one, or relay: the\n"
 	"session is over; 78 state from another version, or unsafe permissions.\n";
-
 
 /* --- human output ------------------------------------------------------------ */
 
@@ -513,23 +422,117 @@ cmd_ids(struct state *st, const struct opts *o, struct ek_err *e)
 
 /* --- commands and arguments ------------------------------------------------------------ */
 
-/* The commands, as git's commands[]; gen-completion.sh reads their names.
- * A lookup, and relay which answers lookups, run under the lookup's guard,
+/* The commands, as git's commands[]; needs is the guard each runs under:
+ * a lookup, and relay which answers lookups, run under the lookup's guard,
  * which forbids reading a run's program and arguments (inspect.h). */
-static const struct command {
-	const char *name;
-	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
-	const char *operand;         /* the one it needs, or NULL */
-	enum inspect_mode guard;
-} commands[] = {
-	{ "lookup", cmd_lookup, "RUN_ID", INSPECT_LOOKUP },
-	{ "summary", cmd_summary, NULL, INSPECT_VIEW },
-	{ "list", cmd_list, "KIND", INSPECT_VIEW },
-	{ "show", cmd_show, "RUN_ID", INSPECT_VIEW },
-	{ "logs", cmd_logs, "RUN_ID", INSPECT_VIEW },
-	{ "metrics", cmd_metrics, NULL, INSPECT_VIEW },
-	{ "relay", cmd_relay, NULL, INSPECT_LOOKUP },
-	{ "ids", cmd_ids, "SET", INSPECT_VIEW },
+static const struct cli_command commands[] = {
+	{ .name = "lookup", .run = cmd_lookup, .needs = INSPECT_LOOKUP,
+	  .operand = "RUN_ID", .args = "RUN_ID",
+	  .help = "InspectRetainedRun: FOUND (stored under another binding:\n"
+	    "run id, binding, txn id, started, start marker, due time;\n"
+	    "never the program or its arguments), FILTERED (stored under\n"
+	    "the caller's current session) or ABSENT (no execution row and\n"
+	    "no retained result); needs --session naming the current session" },
+	{ .name = "summary", .run = cmd_summary, .needs = INSPECT_VIEW,
+	  .help = "counts of queued, running, quarantined, unknown, unreconciled\n"
+	    "results (and the delivery attempts spent on them), receipts,\n"
+	    "output held, and when the oldest unreconciled result was chosen" },
+	{ .name = "list", .run = cmd_list, .needs = INSPECT_VIEW,
+	  .operand = "KIND", .args = "KIND", .words = inspect_list_kinds,
+	  .help = "one line per item; KIND is quarantined (runs of other\n"
+	    "bindings), unknown, retained (results not refused), refused,\n"
+	    "orphaned (retained under a session that is not current),\n"
+	    "queued, running (of the current session), receipts, or all\n"
+	    "(every accepted run, one row each: its state, program,\n"
+	    "elapsed time or duration); a table sized to its content and\n"
+	    "cut to the terminal's width (-w: whole); FILTER is --since\n"
+	    "AGE, --outcome OUTCOME, --failed, --session SID" },
+	{ .name = "show", .run = cmd_show, .needs = INSPECT_VIEW,
+	  .operand = "RUN_ID", .args = "RUN_ID",
+	  .help = "a run's story (program, args, env names, cwd, timeout,\n"
+	    "binding, times, outcome, message, whether output was cut,\n"
+	    "delivery, where the evidence went, hand-back, output files),\n"
+	    "then everything stored about it: accepted spec identity,\n"
+	    "execution row, retained result, receipt, run record,\n"
+	    "hand-back; tells acknowledged from never recorded" },
+	{ .name = "logs", .run = cmd_logs, .needs = INSPECT_VIEW,
+	  .operand = "RUN_ID", .args = "RUN_ID",
+	  .help = "print the run's captured standard output (--stderr: its\n"
+	    "standard error); made safe for a terminal when on one;\n"
+	    "says on stderr when the capture dropped part of it" },
+	{ .name = "metrics", .run = cmd_metrics, .needs = INSPECT_VIEW,
+	  .help = "the summary, counters (*_total) and session gauges as\n"
+	    "Prometheus text (metrics named execkit_*), for node_exporter's\n"
+	    "textfile collector" },
+	{ .name = "relay", .run = cmd_relay, .needs = INSPECT_LOOKUP,
+	  .help = "answer the inspections the dispatcher holds for the current\n"
+	    "session (asked by clients of its API): each gets the answer\n"
+	    "lookup would give, or ERROR with the reason and exit status;\n"
+	    "one line per inspection answered" },
+	{ .name = "ids", .run = cmd_ids, .needs = INSPECT_VIEW,
+	  .operand = "SET", .args = "SET PREFIX",
+	  .help = "the run ids the shell completion offers, those starting with\n"
+	    "PREFIX, in id order, at most 1000: SET is all (acknowledged\n"
+	    "included), queued, running or live (both; of the current\n"
+	    "session), or retained (results not refused)" },
+};
+
+/* -0, --null: run ids, each ended by a NUL byte. */
+static int
+null_opt(void *v, const char *arg)
+{
+	struct opts *o = v;
+
+	(void)arg;
+	o->ids = 1;
+	o->sep = '\0';
+	return 0;
+}
+
+static const struct opt options[] = {
+	OPTS_INT("timeout-ms", timeout_ms, 1, CLIENT_TIMEOUT_MAX_MS, "N",
+	    "wait at most N ms for the database, and relay: for each\n"
+	    "request to the dispatcher (default 5000)"),
+	OPTS_FLAG("ids", 0, ids,
+	    "list: run ids only, one per line (for exec-report)"),
+	OPTS_CALL("null", '0', null_opt, NULL,
+	    "list: run ids only, each ended by a NUL byte"),
+	OPTS_TABLE_VIEW("list"),
+	OPTS_FLAG("no-headings", 0, no_headings,
+	    "list: no header line"),
+	OPTS_INT("limit", limit, 1, INT64_MAX, "N",
+	    "list: at most N rows (the first in the list's order)"),
+	OPTS_FLAG("reverse", 0, reverse,
+	    "list: newest first (with --limit N: the newest N)"),
+	OPTS_AGE("since", since_ms,
+	    "list: rows at most AGE old (30d, 12h, 90m, 3600s; by\n"
+	    "the time the list is ordered by)"),
+	OPTS_ENUM("outcome", outcome, inspect_outcomes, "OUTCOME",
+	    "list retained, refused, orphaned, receipts, all: rows\n"
+	    "of that outcome (exited, killed, timeout, cancelled,\n"
+	    "exec_failed)"),
+	OPTS_FLAG("failed", 0, failed,
+	    "list retained, refused, orphaned, receipts, all: runs\n"
+	    "that failed (not exited 0, not cancelled; or unknown)"),
+	OPTS_STRING("session", 0, session, "SID",
+	    "lookup: the current session the caller holds;\n"
+	    "list: rows bound to session SID"),
+	OPTS_FLAG("stderr", 0, err,
+	    "logs: the standard error instead"),
+	OPTS_FLAG("follow", 'f', follow,
+	    "logs: keep printing what the run writes; ends once the\n"
+	    "run has finished and its output is printed"),
+	OPTS_FLAG("utc", 0, utc,
+	    "print times in UTC, not the local time zone"),
+	OPTS_STRING("output", 0, output, "FILE",
+	    "metrics: replace FILE atomically (mode 0644) instead of\n"
+	    "writing to standard output"),
+	OPTS_STATE("JSON Lines output (doc/json.md)"),
+};
+
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 17,
 };
 
 
@@ -540,13 +543,10 @@ static int
 check_operands(int argc, char **argv, struct opts *o)
 {
 	char names[256];
+	int rc;
 
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command (%s)",
-		    cli_command_names(names, sizeof names, CLI_TABLE(commands)));
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	optind++;
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
 	if (o->cmd->run == cmd_list && optind < argc && !text_word_in(argv[optind], inspect_list_kinds))
 		return cli_usage_error(PROG, "unknown list '%s' (%s)", argv[optind],
 		    text_join(names, sizeof names, inspect_list_kinds));
@@ -601,56 +601,15 @@ check_options(const struct opts *o)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	char words[128];
-	int c, rc;
+	int rc;
 
-	o->timeout_ms = 5000;
+	o->timeout_ms = CLIENT_TIMEOUT_MS;
 	o->sep = '\n';
-	opterr = 0;   /* cli_bad_option() says it, once */
 	o->since_ms = -1;
-	while ((c = getopt_long(argc, argv, "h0o:fwV", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_SESSION: o->session = optarg; break;
-		case OPT_IDS: o->ids = 1; break;
-		case OPT_NUL: o->ids = 1; o->sep = '\0'; break;
-		case OPT_COLUMNS: o->columns = optarg; break;
-		case OPT_UTC: o->utc = 1; break;
-		case OPT_STDERR: o->err = 1; break;
-		case OPT_FOLLOW: o->follow = 1; break;
-		case OPT_WIDE: o->wide = 1; break;
-		case OPT_NO_HEADINGS: o->no_headings = 1; break;
-		case OPT_REVERSE: o->reverse = 1; break;
-		case OPT_FAILED: o->failed = 1; break;
-		case OPT_LIMIT:
-			if (cli_parse_i64(optarg, 1, INT64_MAX, &o->limit) < 0)
-				return cli_usage_error(PROG, "--limit: '%s' is not a number of rows, 1 or more",
-				    optarg);
-			break;
-		case OPT_SINCE:
-			if (timefmt_parse_age(optarg, &o->since_ms) < 0)
-				return cli_usage_error(PROG, "--since: '%s' is not an age with its unit, "
-				    "e.g. 30d, 12h, 90m or 3600s", optarg);
-			break;
-		case OPT_OUTCOME:
-			if (!text_word_in(optarg, inspect_outcomes))
-				return cli_usage_error(PROG, "--outcome: unknown outcome '%s' (%s)", optarg,
-				    text_join(words, sizeof words, inspect_outcomes));
-			o->outcome = optarg;
-			break;
-		case OPT_OUTPUT:
-			if (!*optarg)
-				return cli_usage_error(PROG, "--output: empty file name");
-			o->output = optarg;
-			break;
-		case OPT_TIMEOUT:
-			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
-				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
-			break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
+	if (o->output && !*o->output)
+		return cli_usage_error(PROG, "--output: empty file name");
 	return check_operands(argc, argv, o);
 }
 
@@ -681,7 +640,7 @@ main(int argc, char **argv)
 	o.relay = &r;
 	rc = o.cmd->run == cmd_relay ? relay_begin(&st, &r, &e) : 0;
 	if (rc == 0)
-		rc = inspect_guard(&st, o.cmd->guard, deadline, &e);
+		rc = inspect_guard(&st, (enum inspect_mode)o.cmd->needs, deadline, &e);
 	if (rc == 0)
 		rc = o.cmd->run(&st, &o, &e);
 	memset(r.cred, 0, sizeof r.cred);

@@ -14,7 +14,7 @@
 #define EXEC_INSPECT_PROG "exec-inspect"
 
 struct opts {
-	const struct command *cmd;
+	const struct cli_command *cmd;
 	const struct relay_ctx *relay;   /* relay: read by main before the guard */
 	const char *state_dir, *session, *arg, *output, *columns, *outcome, *prefix;
 	int64_t timeout_ms, since_ms, limit;

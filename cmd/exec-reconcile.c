@@ -25,6 +25,7 @@
 #include "evidence.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "output.h"
 #include "progress.h"
 #include "retention.h"
@@ -35,71 +36,6 @@
 
 static const char PROG[] = "exec-reconcile";
 
-enum { OPT_MAX = OPT_FIRST_TOOL, OPT_BUDGET, OPT_DRAIN, OPT_PRUNE, OPT_EXPORT, OPT_OUTPUT_CAP,
-	OPT_DRY_RUN, OPT_ADOPTABLE, OPT_PRUNE_RECORDS };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "max", required_argument, NULL, OPT_MAX },
-	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
-	{ "drain", no_argument, NULL, OPT_DRAIN },
-	{ "prune-receipts", required_argument, NULL, OPT_PRUNE },
-	{ "prune-records", required_argument, NULL, OPT_PRUNE_RECORDS },
-	{ "export-evidence", required_argument, NULL, OPT_EXPORT },
-	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-	{ "include-adoptable", no_argument, NULL, OPT_ADOPTABLE },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const char USAGE[] =
-	"Usage: exec-reconcile [OPTION]...\n"
-	"       exec-reconcile [OPTION]... --prune-receipts AGE [--dry-run]\n"
-	"       exec-reconcile [OPTION]... --prune-records AGE [--dry-run]\n"
-	"       exec-reconcile [OPTION]... --export-evidence FILE [--dry-run]\n"
-	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
-	"Deliver retained results of the current session in one bounded pass.\n"
-	"\n"
-	"Options:\n"
-	"      --max N            at most N results in a pass, 1 to 32 (default 32)\n"
-	"      --budget-ms N      the pass (or the whole drain) ends within N ms\n"
-	"                         (default 5000)\n"
-	"      --drain            repeat passes until nothing deliverable is left or the\n"
-	"                         budget ends (the step before moving state to another\n"
-	"                         version)\n"
-	"      --prune-receipts AGE  delete receipts older than AGE (e.g. 30d, 12h, 90m,\n"
-	"                         3600s); each run keeps a record (exec-inspect show)\n"
-	"      --prune-records AGE  forget runs the dispatcher settled for good (result\n"
-	"                         acknowledged, or handed back and re-queued) whose\n"
-	"                         record is older than AGE: record, spec and rows go, a\n"
-	"                         lookup then answers ABSENT; every other record is kept\n"
-	"                         and counted; then ended sessions nothing refers to\n"
-	"      --export-evidence FILE  write refused and orphaned results to FILE (JSON\n"
-	"                         Lines, with the stored bodies), fsync it, then delete\n"
-	"                         those rows, each run keeping a record; results of an\n"
-	"                         ended session that exec-session adopt could still\n"
-	"                         deliver are kept back (and counted)\n"
-	"      --include-adoptable  export those too: their runs are then never reported\n"
-	"      --dry-run          prune, export: say what would go (--json: one line per\n"
-	"                         item), change nothing\n"
-	"      --output-cap BYTES  remove captured output nothing refers to, then, while\n"
-	"                         out/ holds more than BYTES (0: no cap; auto: half the\n"
-	"                         default output quota, an eighth of the state's\n"
-	"                         filesystem, at most 512 MiB), the output of\n"
-	"                         acknowledged runs, oldest first (exec-loop: once a\n"
-	"                         minute)\n"
-	"      --json             one JSON line per result and per pass (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
-	"\n"
-	"Exit status: 0 every selected result was delivered or settled; 64 usage;\n"
-	"65 corrupt state; 66 no state directory; 75 some results are still waiting\n"
-	"(transient failures, claimed elsewhere, or budget spent); 77 no current\n"
-	"session, or it ended during the pass; 78 state from another version, or\n"
-	"unsafe permissions.\n";
-
 struct opts {
 	const char *state_dir, *export_path;
 	int64_t max, budget_ms, prune_age_ms, records_age_ms, output_cap;
@@ -108,6 +44,77 @@ struct opts {
 
 #define PASS_MAX 32   /* the seed caps a pass at 32 results: the most --max allows */
 #define NO_COLLECT (-2)   /* output_cap without --output-cap (-1: auto) */
+
+/* The longest --budget-ms: a day, where exec-run's and exec-report's is an
+ * hour (DELIVER_BUDGET_MAX_MS), on purpose: with --drain it bounds every
+ * pass of a drain together, the step before moving a state to another
+ * version, which may have a day of results to deliver. */
+#define RECONCILE_BUDGET_MAX_MS 86400000
+
+static const struct opt options[] = {
+	OPTS_INT("max", max, 1, PASS_MAX, "N", "at most N results in a pass, 1 to 32 (default 32)"),
+	OPTS_INT("budget-ms", budget_ms, 1, RECONCILE_BUDGET_MAX_MS, "N",
+	    "the pass (or the whole drain) ends within N ms\n"
+	    "(default 5000)"),
+	OPTS_FLAG("drain", 0, drain,
+	    "repeat passes until nothing deliverable is left or the\n"
+	    "budget ends (the step before moving state to another\n"
+	    "version)"),
+	OPTS_AGE("prune-receipts", prune_age_ms,
+	    "delete receipts older than AGE (e.g. 30d, 12h, 90m,\n"
+	    "3600s); each run keeps a record (exec-inspect show)"),
+	OPTS_AGE("prune-records", records_age_ms,
+	    "forget runs the dispatcher settled for good (result\n"
+	    "acknowledged, or handed back and re-queued) whose\n"
+	    "record is older than AGE: record, spec and rows go, a\n"
+	    "lookup then answers ABSENT; every other record is kept\n"
+	    "and counted; then ended sessions nothing refers to"),
+	OPTS_STRING("export-evidence", 0, export_path, "FILE",
+	    "write refused and orphaned results to FILE (JSON\n"
+	    "Lines, with the stored bodies), fsync it, then delete\n"
+	    "those rows, each run keeping a record; results of an\n"
+	    "ended session that exec-session adopt could still\n"
+	    "deliver are kept back (and counted)"),
+	OPTS_FLAG("include-adoptable", 0, adoptable,
+	    "export those too: their runs are then never reported"),
+	OPTS_FLAG("dry-run", 0, dry_run,
+	    "prune, export: say what would go (--json: one line per\n"
+	    "item), change nothing"),
+	{ .name = "output-cap", .kind = OPTK_INT, .meta = "BYTES",
+	  .off = offsetof(struct opts, output_cap), .min = 0, .max = INT64_MAX,
+	  .word = "auto", .word_value = OUTPUT_QUOTA_AUTO, .help =
+	    "remove captured output nothing refers to, then, while\n"
+	    "out/ holds more than BYTES (0: no cap; auto: half the\n"
+	    "default output quota, an eighth of the state's\n"
+	    "filesystem, at most 512 MiB), the output of\n"
+	    "acknowledged runs, oldest first (exec-loop: once a\n"
+	    "minute)" },
+	OPTS_STATE("one JSON line per result and per pass (doc/json.md)"),
+};
+
+static const char USAGE_HEAD[] =
+	"Usage: exec-reconcile [OPTION]...\n"
+	"       exec-reconcile [OPTION]... --prune-receipts AGE [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --prune-records AGE [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --export-evidence FILE [--dry-run]\n"
+	"       exec-reconcile [OPTION]... --output-cap BYTES\n"
+	"Deliver retained results of the current session in one bounded pass.\n"
+	"\n"
+	"Options:\n";
+
+static const char USAGE_TAIL[] =
+	"\n"
+	"Exit status: 0 every selected result was delivered or settled; 64 usage;\n"
+	"65 corrupt state; 66 no state directory; 75 some results are still waiting\n"
+	"(transient failures, claimed elsewhere, or budget spent); 77 no current\n"
+	"session, or it ended during the pass; 78 state from another version, or\n"
+	"unsafe permissions.\n";
+
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options),
+};
+
 
 struct pass {
 	char ids[PASS_MAX][RUN_ID_MAX + 1];
@@ -447,48 +454,14 @@ collect(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
-	o->max = 32;
+	o->max = PASS_MAX;
 	o->budget_ms = DELIVER_BUDGET_MS;
 	o->prune_age_ms = o->records_age_ms = -1;
 	o->output_cap = NO_COLLECT;
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_DRAIN: o->drain = 1; break;
-		case OPT_DRY_RUN: o->dry_run = 1; break;
-		case OPT_ADOPTABLE: o->adoptable = 1; break;
-		case OPT_EXPORT: o->export_path = optarg; break;
-		case OPT_PRUNE:
-			if (timefmt_parse_age(optarg, &o->prune_age_ms) < 0)
-				return cli_usage_error(PROG, "--prune-receipts: '%s' is not an age with its unit, "
-				    "like 30d, 12h, 90m or 3600s", optarg);
-			break;
-		case OPT_PRUNE_RECORDS:
-			if (timefmt_parse_age(optarg, &o->records_age_ms) < 0)
-				return cli_usage_error(PROG, "--prune-records: '%s' is not an age with its unit, "
-				    "like 90d, 12h, 90m or 3600s", optarg);
-			break;
-		case OPT_OUTPUT_CAP:
-			if (strcmp(optarg, "auto") == 0)
-				o->output_cap = OUTPUT_QUOTA_AUTO;
-			else if (cli_parse_i64(optarg, 0, INT64_MAX, &o->output_cap) < 0)
-				return cli_usage_error(PROG, "--output-cap: '%s' is not a number of bytes", optarg);
-			break;
-		case OPT_MAX:
-			if (cli_parse_i64(optarg, 1, PASS_MAX, &o->max) < 0)
-				return cli_usage_error(PROG, "--max: '%s' is not a number from 1 to %d", optarg, PASS_MAX);
-			break;
-		case OPT_BUDGET:
-			if (cli_parse_i64(optarg, 1, 86400000, &o->budget_ms) < 0)
-				return cli_usage_error(PROG, "--budget-ms: '%s' is not a number of ms from 1 to 86400000", optarg);
-			break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
 	if (optind != argc)
 		return cli_usage_error(PROG, "unexpected operand '%s'", argv[optind]);
 	if ((o->export_path != NULL) + (o->prune_age_ms >= 0) + (o->records_age_ms >= 0) +

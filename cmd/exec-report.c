@@ -14,33 +14,33 @@
 #include "clock.h"
 #include "deliver.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "runs.h"
 #include "state.h"
 
 static const char PROG[] = "exec-report";
 
-enum { OPT_BUDGET = OPT_FIRST_TOOL };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
-	{ NULL, 0, NULL, 0 },
+struct opts {
+	const char *state_dir;
+	int64_t budget_ms;
+	int json;
 };
 
-static const char USAGE[] =
+static const struct opt options[] = {
+	OPTS_INT("budget-ms", budget_ms, 1, DELIVER_BUDGET_MAX_MS, "N",
+	    "all attempts for one result end within N ms\n(default 5000)"),
+	OPTS_STATE("one JSON line per run (doc/json.md)"),
+};
+
+static const char USAGE_HEAD[] =
 	"Usage: exec-report [OPTION]... RUN_ID...\n"
 	"       exec-report [OPTION]... [-] < RUN_IDS\n"
 	"Deliver the retained result of each run (ids one per line on stdin when\n"
 	"there are no operands and stdin is not a terminal, or with '-').\n"
 	"\n"
-	"Options:\n"
-	"      --budget-ms N      all attempts for one result end within N ms\n"
-	"                         (default 5000)\n"
-	"      --json             one JSON line per run (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"Options:\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Exit status (of the last run that was not delivered): 0 all delivered;\n"
 	"64 usage; 65 malformed run id; 66 no retained result; 75 transient failures\n"
@@ -48,10 +48,9 @@ static const char USAGE[] =
 	"(kept as evidence); 77 the run's session is not current; 78 state from\n"
 	"another version, or unsafe permissions.\n";
 
-struct opts {
-	const char *state_dir;
-	int64_t budget_ms;
-	int json;
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .args = "RUN_ID...",
 };
 
 static void
@@ -109,21 +108,11 @@ report_stdin(struct state *st, const struct opts *o, struct ek_err *e)
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
 	o->budget_ms = DELIVER_BUDGET_MS;
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_BUDGET:
-			if (cli_parse_i64(optarg, 1, 3600000, &o->budget_ms) < 0)
-				return cli_usage_error(PROG, "--budget-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
-			break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
 	if (optind == argc && isatty(STDIN_FILENO))
 		return cli_usage_error(PROG, "no run id given");
 	return 0;

@@ -46,6 +46,7 @@
 #include "guest.h"
 #include "isolate.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "outcome.h"
 #include "output.h"
 #include "proc.h"
@@ -62,38 +63,7 @@
 
 static const char PROG[] = EXEC_RUN_PROG;
 
-enum { OPT_SLOTS = OPT_FIRST_TOOL, OPT_WAIT, OPT_BUDGET, OPT_GRACE, OPT_MAX_OUTPUT,
-	OPT_SESSION, OPT_TIMEOUT, OPT_READY_FD, OPT_CONFIRMED, OPT_ISOLATION, OPT_GUEST_USER,
-	OPT_REQUIRE_ISOLATION, OPT_CHAIN, OPT_LOG_FD, OPT_LOG_STAMPS, OPT_ENDED_FIFO,
-	OPT_GUEST_WRITABLE, OPT_ALLOW_HOOK, OPT_GUEST_NETWORK, OPT_QUOTA };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "slots", required_argument, NULL, OPT_SLOTS },
-	{ "wait", no_argument, NULL, OPT_WAIT },
-	{ "budget-ms", required_argument, NULL, OPT_BUDGET },
-	{ "grace-ms", required_argument, NULL, OPT_GRACE },
-	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
-	{ "output-quota", required_argument, NULL, OPT_QUOTA },
-	{ "session", required_argument, NULL, OPT_SESSION },
-	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
-	{ "confirmed", no_argument, NULL, OPT_CONFIRMED },
-	{ "isolation", required_argument, NULL, OPT_ISOLATION },
-	{ "guest-user", required_argument, NULL, OPT_GUEST_USER },
-	{ "require-isolation", no_argument, NULL, OPT_REQUIRE_ISOLATION },
-	{ "guest-writable", required_argument, NULL, OPT_GUEST_WRITABLE },
-	{ "allow-hook", required_argument, NULL, OPT_ALLOW_HOOK },
-	{ "guest-network", required_argument, NULL, OPT_GUEST_NETWORK },
-	{ "chain", no_argument, NULL, OPT_CHAIN },
-	{ "log-fd", required_argument, NULL, OPT_LOG_FD },
-	{ "log-stamps", no_argument, NULL, OPT_LOG_STAMPS },
-	{ "ended-fifo", required_argument, NULL, OPT_ENDED_FIFO },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
 	"Usage: exec-run [OPTION]... start [--slots N] [--wait] [--chain]\n"
 	"       exec-run [OPTION]... supervise RUN_ID\n"
 	"       exec-run [OPTION]... cancel RUN_ID... [--session SID]\n"
@@ -102,58 +72,9 @@ static const char USAGE[] =
 	"       exec-run [OPTION]... isolation\n"
 	"Run accepted work of the current session and report its results.\n"
 	"\n"
-	"Options:\n"
-	"      --slots N          run at most N guests at once (default 4)\n"
-	"      --wait             start: stay until the started supervisors end\n"
-	"      --chain            start: each supervisor, its run reported, takes the\n"
-	"                         next due run itself, within --slots, until none is\n"
-	"                         due or 'exec-run wait' is asked (exec-loop)\n"
-	"      --log-fd N         start: the detached supervisors write their lines (each\n"
-	"                         begins with the time, or under journald with its\n"
-	"                         priority) to descriptor N instead of\n"
-	"                         out/supervisors.log (exec-loop: its activity log)\n"
-	"      --ended-fifo FIFO  start: each supervisor writes a line to FIFO (a path\n"
-	"                         in the state directory, or absolute) as it ends,\n"
-	"                         its slot free (exec-loop: when to start more), and\n"
-	"                         o or f for each run (exited 0 or not: its count)\n"
-	"      --budget-ms N      cleanup budget for reporting a result (default 5000)\n"
-	"      --grace-ms N       SIGTERM to SIGKILL delay when ending a guest\n"
-	"                         (default 2000)\n"
-	"      --max-output N     keep at most N bytes of each of stdout and stderr\n"
-	"                         (default 1048576); show tells what was dropped\n"
-	"      --output-quota N   keep all captured output under N bytes, past it\n"
-	"                         truncated and flagged (out/RUN.truncated); auto\n"
-	"                         (default): a quarter of the state's filesystem, at\n"
-	"                         most 1 GiB; 0: no quota\n"
-	"      --session SID      cancel: only if SID is the current session (default:\n"
-	"                         the current session, whichever it is)\n"
-	"      --timeout-ms N     wait: give up after N ms (default 60000)\n"
-	"      --confirmed        start: the caller has just heartbeated the session, so\n"
-	"                         start does not ask the dispatcher again (exec-loop)\n"
-	"      --ready-fd N       supervise: write one byte to fd N once the start marker\n"
-	"                         is committed (exec-run start uses it)\n"
-	"      --log-stamps       supervise: begin each line with the time (under\n"
-	"                         journald: its priority), write those up to\n"
-	"                         $EXEC_LOG_LEVEL (exec-run start tells a detached\n"
-	"                         supervisor so)\n"
-	"      --isolation MODE   keep guests out of the state directory by MODE: auto\n"
-	"                         (default, or $EXEC_ISOLATION: user with --guest-user\n"
-	"                         or as root, else userns if available, else none),\n"
-	"                         userns, user or none\n"
-	"      --guest-user USER  run guests as USER (needs root, or CAP_SETUID,\n"
-	"                         CAP_SETGID and CAP_KILL; as root the default is\n"
-	"                         execkit-guest, else nobody)\n"
-	"      --guest-writable PATH  let guests write to PATH too (repeatable; also\n"
-	"                         $EXEC_GUEST_WRITABLE, paths separated by ':')\n"
-	"      --guest-network MODE  host (default, or $EXEC_GUEST_NETWORK), or none:\n"
-	"                         every guest in a network namespace, loopback only\n"
-	"      --allow-hook PATH  run the notify hook PATH when a run's policy names it\n"
-	"                         (repeatable; also $EXEC_ALLOW_HOOKS): no other runs\n"
-	"      --require-isolation  refuse to run guests that would not be isolated\n"
-	"      --json             JSON Lines output (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"Options:\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Exit status: 0 ok (supervise: the result was chosen, whatever the guest\n"
 	"did); 64 usage; 65 corrupt state; 66 no such run; 69 dispatcher unavailable;\n"
@@ -413,34 +334,22 @@ cmd_isolation(struct state *st, const struct opts *o, struct ek_err *e)
  * its memory). */
 enum { NEEDS_ID = 1, NEEDS_IDS = 2, NO_STATE = 4, UNDUMPABLE = 8 };
 
-/* The commands, as git's commands[]; gen-completion.sh reads their names. */
-static const struct command {
-	const char *name;
-	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
-	unsigned needs;
-} commands[] = {
-	{ "start", cmd_start, 0 },
-	{ "supervise", cmd_supervise, NEEDS_ID | UNDUMPABLE },
-	{ "cancel", cmd_cancel, NEEDS_IDS },
-	{ "wait", cmd_wait, 0 },
-	{ "sweep", cmd_sweep, 0 },
-	{ "isolation", cmd_isolation, NO_STATE },
+/* The commands, as git's commands[]. */
+static const struct cli_command commands[] = {
+	{ .name = "start", .run = cmd_start },
+	{ .name = "supervise", .run = cmd_supervise, .needs = NEEDS_ID | UNDUMPABLE, .args = "RUN_ID" },
+	{ .name = "cancel", .run = cmd_cancel, .needs = NEEDS_IDS, .args = "RUN_ID..." },
+	{ .name = "wait", .run = cmd_wait },
+	{ .name = "sweep", .run = cmd_sweep },
+	{ .name = "isolation", .run = cmd_isolation, .needs = NO_STATE },
 };
-
-static int
-number(const char *name, const char *arg, int64_t min, int64_t max, int64_t *out)
-{
-	if (cli_parse_i64(arg, min, max, out) < 0)
-		return cli_usage_error(PROG, "--%s: '%s' is not a number from %lld to %lld", name, arg,
-		    (long long)min, (long long)max);
-	return 0;
-}
 
 /* --guest-writable PATH: an existing path, no ':' (EXEC_GUEST_WRITABLE
  * passes the list on to the supervisors). */
 static int
-writable_opt(struct opts *o, const char *path)
+writable_opt(void *v, const char *path)
 {
+	struct opts *o = v;
 	struct ek_err e = { 0 };
 	int rc = strchr(path, ':') ? -1 : world_add(o->writable, path, &e);
 
@@ -456,10 +365,11 @@ writable_opt(struct opts *o, const char *path)
 /* --allow-hook PATH: added to EXEC_ALLOW_HOOKS, which the supervisors
  * inherit and the hooks' publishers read (hooks.c). */
 static int
-allow_hook(const char *path)
+allow_hook(void *o, const char *path)
 {
 	struct ek_err e = { 0 };
 
+	(void)o;
 	return shares_allow_hook(path, &e) < 0 ? cli_usage_error(PROG, "--allow-hook %.200s: %s", path,
 	    e.msg) : 0;
 }
@@ -483,44 +393,85 @@ env_defaults(struct opts *o)
 	return 0;
 }
 
-static int
-parse_opt(int c, struct opts *o, char **argv)
-{
-	switch (c) {
-	case OPT_WAIT: o->wait = 1; return 0;
-	case OPT_CONFIRMED: o->confirmed = 1; return 0;
-	case OPT_CHAIN: o->chain = 1; return 0;
-	case OPT_LOG_FD: return number("log-fd", optarg, 0, INT32_MAX, &o->log_fd);
-	case OPT_LOG_STAMPS: o->log_stamps = 1; return 0;
-	case OPT_ENDED_FIFO: o->ended_fifo = optarg; return 0;
-	case OPT_SESSION: o->session = optarg; return 0;
-	case OPT_SLOTS: return number("slots", optarg, 1, 256, &o->slots);
-	case OPT_BUDGET: return number("budget-ms", optarg, 1, 3600000, &o->budget_ms);
-	case OPT_GRACE: return number("grace-ms", optarg, 0, 3600000, &o->grace_ms);
-	case OPT_MAX_OUTPUT: return number("max-output", optarg, 0, 1LL << 30, &o->max_output);
-	case OPT_QUOTA:
-		if (strcmp(optarg, "auto") == 0)
-			return o->output_quota = OUTPUT_QUOTA_AUTO, 0;
-		return number("output-quota", optarg, 0, INT64_MAX / 2, &o->output_quota);
-	case OPT_TIMEOUT: return number("timeout-ms", optarg, 0, 86400000, &o->timeout_ms);
-	case OPT_READY_FD: return number("ready-fd", optarg, 3, 1024, &o->ready_fd);
-	case OPT_GUEST_USER: o->guest_user = optarg; return 0;
-	case OPT_GUEST_WRITABLE: return writable_opt(o, optarg);
-	case OPT_ALLOW_HOOK: return allow_hook(optarg);
-	case OPT_GUEST_NETWORK:
-		if (world_parse_network(optarg, &o->writable->no_network) < 0)
-			return cli_usage_error(PROG, "--guest-network: '%.100s' is not host or none", optarg);
-		return 0;
-	case OPT_REQUIRE_ISOLATION: o->require_isolation = 1; return 0;
-	case OPT_ISOLATION:
-		if (isolate_parse_mode(optarg, &o->isolation) < 0)
-			return cli_usage_error(PROG, "--isolation: '%s' is not one of auto, userns, user, none",
-			    optarg);
-		o->isolation_given = true;
-		return 0;
-	default: return cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json);
-	}
-}
+static const char *const network_modes[] = { "host", "none", NULL };
+
+static const struct opt options[] = {
+	OPTS_INT("slots", slots, 1, 256, "N",
+	    "run at most N guests at once (default 4)"),
+	OPTS_FLAG("wait", 0, wait,
+	    "start: stay until the started supervisors end"),
+	OPTS_FLAG("chain", 0, chain,
+	    "start: each supervisor, its run reported, takes the\n"
+	    "next due run itself, within --slots, until none is\n"
+	    "due or 'exec-run wait' is asked (exec-loop)"),
+	OPTS_INT("log-fd", log_fd, 0, INT32_MAX, "N",
+	    "start: the detached supervisors write their lines (each\n"
+	    "begins with the time, or under journald with its\n"
+	    "priority) to descriptor N instead of\n"
+	    "out/supervisors.log (exec-loop: its activity log)"),
+	OPTS_STRING("ended-fifo", 0, ended_fifo, "FIFO",
+	    "start: each supervisor writes a line to FIFO (a path\n"
+	    "in the state directory, or absolute) as it ends,\n"
+	    "its slot free (exec-loop: when to start more), and\n"
+	    "o or f for each run (exited 0 or not: its count)"),
+	OPTS_INT("budget-ms", budget_ms, 1, DELIVER_BUDGET_MAX_MS, "N",
+	    "cleanup budget for reporting a result (default 5000)"),
+	OPTS_INT("grace-ms", grace_ms, 0, 3600000, "N",
+	    "SIGTERM to SIGKILL delay when ending a guest\n"
+	    "(default 2000)"),
+	OPTS_INT("max-output", max_output, 0, 1LL << 30, "N",
+	    "keep at most N bytes of each of stdout and stderr\n"
+	    "(default 1048576); show tells what was dropped"),
+	{ .name = "output-quota", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, output_quota), .min = 0, .max = INT64_MAX / 2,
+	  .word = "auto", .word_value = OUTPUT_QUOTA_AUTO, .help =
+	    "keep all captured output under N bytes, past it\n"
+	    "truncated and flagged (out/RUN.truncated); auto\n"
+	    "(default): a quarter of the state's filesystem, at\n"
+	    "most 1 GiB; 0: no quota" },
+	OPTS_STRING("session", 0, session, "SID",
+	    "cancel: only if SID is the current session (default:\n"
+	    "the current session, whichever it is)"),
+	OPTS_INT("timeout-ms", timeout_ms, 0, 86400000, "N",
+	    "wait: give up after N ms (default 60000)"),
+	OPTS_FLAG("confirmed", 0, confirmed,
+	    "start: the caller has just heartbeated the session, so\n"
+	    "start does not ask the dispatcher again (exec-loop)"),
+	OPTS_INT("ready-fd", ready_fd, 3, 1024, "N",
+	    "supervise: write one byte to fd N once the start marker\n"
+	    "is committed (exec-run start uses it)"),
+	OPTS_FLAG("log-stamps", 0, log_stamps,
+	    "supervise: begin each line with the time (under\n"
+	    "journald: its priority), write those up to\n"
+	    "$EXEC_LOG_LEVEL (exec-run start tells a detached\n"
+	    "supervisor so)"),
+	OPTS_ENUM("isolation", isolation_word, isolate_modes, "MODE",
+	    "keep guests out of the state directory by MODE: auto\n"
+	    "(default, or $EXEC_ISOLATION: user with --guest-user\n"
+	    "or as root, else userns if available, else none),\n"
+	    "userns, user or none"),
+	OPTS_STRING("guest-user", 0, guest_user, "USER",
+	    "run guests as USER (needs root, or CAP_SETUID,\n"
+	    "CAP_SETGID and CAP_KILL; as root the default is\n"
+	    "execkit-guest, else nobody)"),
+	OPTS_CALL("guest-writable", 0, writable_opt, "PATH",
+	    "let guests write to PATH too (repeatable; also\n"
+	    "$EXEC_GUEST_WRITABLE, paths separated by ':')"),
+	OPTS_ENUM("guest-network", network, network_modes, "MODE",
+	    "host (default, or $EXEC_GUEST_NETWORK), or none:\n"
+	    "every guest in a network namespace, loopback only"),
+	OPTS_CALL("allow-hook", 0, allow_hook, "PATH",
+	    "run the notify hook PATH when a run's policy names it\n"
+	    "(repeatable; also $EXEC_ALLOW_HOOKS): no other runs"),
+	OPTS_FLAG("require-isolation", 0, require_isolation,
+	    "refuse to run guests that would not be isolated"),
+	OPTS_STATE("JSON Lines output (doc/json.md)"),
+};
+
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands),
+};
 
 /* The RUN_ID operands: exactly one (supervise), one or more (cancel), or
  * none; each a valid run id. */
@@ -557,25 +508,33 @@ ended_path(const struct opts *o)
 	return path;
 }
 
+/* --guest-network and --isolation over EXEC_GUEST_NETWORK and
+ * EXEC_ISOLATION, which are defaults (an --isolation given also stands
+ * against --guest-user's). */
+static void
+over_env(struct opts *o)
+{
+	if (o->network)
+		o->writable->no_network = strcmp(o->network, "none") == 0;
+	if (o->isolation_word && isolate_parse_mode(o->isolation_word, &o->isolation) == 0)
+		o->isolation_given = true;
+}
+
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
 	*o = (struct opts){ .ready_fd = -1, .log_fd = -1, .slots = 4, .budget_ms = DELIVER_BUDGET_MS,
 		.grace_ms = 2000, .max_output = 1 << 20, .output_quota = OUTPUT_QUOTA_AUTO,
 		.timeout_ms = 60000 };
 	if ((rc = env_defaults(o)) != 0)
 		return rc;
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1)
-		if ((rc = parse_opt(c, o, argv)) != 0)
-			return rc;
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command");
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	optind++;
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
+	over_env(o);
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
 	if ((rc = check_ids(argc, argv, o)) != 0)
 		return rc;
 	if (o->session && o->cmd->run != cmd_cancel)

@@ -16,7 +16,7 @@
 #define EXEC_RUN_PROG "exec-run"
 
 struct opts {
-	const struct command *cmd;
+	const struct cli_command *cmd;
 	const char *state_dir, *session, *run_id, *guest_user, *ended_fifo;
 	char **ids;             /* cancel: its RUN_ID operands, nids of them */
 	int nids;
@@ -24,6 +24,7 @@ struct opts {
 	int json, wait, confirmed, require_isolation, chain, log_stamps;
 	enum isolate_mode isolation;
 	bool isolation_given;     /* by --isolation, not EXEC_ISOLATION */
+	const char *isolation_word, *network;   /* --isolation, --guest-network */
 	struct world *writable;   /* the operator's: --guest-writable, EXEC_GUEST_WRITABLE */
 };
 

@@ -23,6 +23,7 @@
 #include "handback.h"
 #include "inspect.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "notice.h"
 #include "protocol.h"
 #include "result.h"
@@ -35,27 +36,10 @@
 
 static const char PROG[] = "exec-session";
 
-enum { OPT_DISPATCHER = OPT_FIRST_TOOL, OPT_TIMEOUT, OPT_ADOPT,
-	OPT_CURRENT, OPT_IDS, OPT_UTC, OPT_ENROLL_TOKEN_FILE, OPT_COLUMNS = 'o', OPT_WIDE = 'w' };
-
 enum { ENROLL_TOKEN_MAX = 256 };
 
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
-	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-	{ "adopt", no_argument, NULL, OPT_ADOPT },
-	{ "enroll-token-file", required_argument, NULL, OPT_ENROLL_TOKEN_FILE },
-	{ "current", no_argument, NULL, OPT_CURRENT },
-	{ "ids", no_argument, NULL, OPT_IDS },
-	{ "utc", no_argument, NULL, OPT_UTC },
-	{ "columns", required_argument, NULL, OPT_COLUMNS },
-	{ "wide", no_argument, NULL, OPT_WIDE },
-	{ NULL, 0, NULL, 0 },
-};
 
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
 	"Usage: exec-session [OPTION]... open --dispatcher URL [--adopt]\n"
 	"       exec-session [OPTION]... heartbeat|close|show|report\n"
 	"       exec-session [OPTION]... show [--current] [--ids | -o COLUMNS]\n"
@@ -63,48 +47,9 @@ static const char USAGE[] =
 	"       exec-session [OPTION]... backup FILE\n"
 	"       exec-session [OPTION]... compact\n"
 	"Negotiate, keep and end the executor's control session.\n"
-	"\n"
-	"Commands:\n"
-	"  open       negotiate a new session (the previous one becomes replaced),\n"
-	"             quarantine rows of every other binding, print the startup report\n"
-	"  heartbeat  extend the lease; says 'reconcile-due' when results wait (with\n"
-	"             'hold-ms=N' while a Retry-After holds them back N ms more), and\n"
-	"             adds 'inspect-due' when the dispatcher holds inspections for it\n"
-	"  close      hand back the runs accepted and never started, then end the\n"
-	"             session at the dispatcher and here\n"
-	"  show       list every session this state has had, oldest first (a table:\n"
-	"             SESSION_ID INCARNATION STATUS OPENED ENDED LAST_BEAT LEASE\n"
-	"             DISPATCHER)\n"
-	"  report     print the startup report without opening a session\n"
-	"  adopt SID  let the current session deliver the results retained under the\n"
-	"             earlier session SID, once the dispatcher has recorded the adoption\n"
-	"  backup FILE  copy the state, consistently while the executor runs, into the\n"
-	"             new FILE (mode 0600: it holds the credential and the executor\n"
-	"             key), marked as a backup: restored, it starts nothing until a new\n"
-	"             session is opened (doc/recovery.md, \"Backup and restore\")\n"
-	"  compact    give the free pages pruning left back to the file system, a\n"
-	"             bounded step at a time: safe while the executor runs\n"
-	"\n"
-	"Options:\n"
-	"      --dispatcher URL   dispatcher base URL (open only),\n"
-	"                         e.g. http://127.0.0.1:8080\n"
-	"      --adopt            open: then adopt every earlier session that still holds\n"
-	"                         retained results (exec-loop does this by default)\n"
-	"      --enroll-token-file FILE\n"
-	"                         open: the enrollment token the dispatcher's operator\n"
-	"                         issued, which its first session needs (default\n"
-	"                         $EXEC_ENROLL_TOKEN_FILE)\n"
-	"      --timeout-ms N     bound each request to N ms (default 5000)\n"
-	"      --current          show: the current session only (exit 77 if none)\n"
-	"      --ids              show: session ids only, one per line\n"
-	"  -o, --columns COLUMNS  show: print only these columns, in this order (comma\n"
-	"                         list of the header's names, any case)\n"
-	"  -w, --wide             show: never cut a cell to fit the terminal\n"
-	"      --utc              show: times in UTC, not the local time zone\n"
-	"      --json             JSON Lines output (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Exit status: 0 ok; 64 usage; 65 corrupt state, or no earlier session SID to\n"
 	"adopt; 66 no state directory (or no --enroll-token-file); 69 dispatcher\n"
@@ -113,9 +58,8 @@ static const char USAGE[] =
 	"key or enrollment; 78 state from another version, unsafe permissions, or a\n"
 	"restored copy the dispatcher or a backup's mark tells (open a new session);\n"
 	"73 backup: cannot create FILE.\n";
-
 struct opts {
-	const struct command *cmd;
+	const struct cli_command *cmd;
 	const char *state_dir, *dispatcher, *arg, *columns, *enroll_file;
 	int64_t timeout_ms;
 	int json, adopt, current, ids, utc, wide;
@@ -650,60 +594,95 @@ cmd_report(struct state *st, const struct opts *o, struct ek_err *e)
  * created when there is none yet. */
 enum { NEEDS_SID = 1, CREATES_STATE = 2, NEEDS_FILE = 4 };
 
-/* The commands, as git's commands[]; gen-completion.sh reads their names. */
-static const struct command {
-	const char *name;
-	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
-	unsigned needs;
-} commands[] = {
-	{ "open", cmd_open, CREATES_STATE },
-	{ "heartbeat", cmd_heartbeat, 0 },
-	{ "close", cmd_close, 0 },
-	{ "show", cmd_show, 0 },
-	{ "report", cmd_report, 0 },
-	{ "adopt", cmd_adopt, NEEDS_SID },
-	{ "backup", cmd_backup, NEEDS_FILE },
-	{ "compact", cmd_compact, 0 },
+static const struct cli_command commands[] = {
+	{ .name = "open", .run = cmd_open, .needs = CREATES_STATE,
+	  .help = "negotiate a new session (the previous one becomes replaced),\n"
+	    "quarantine rows of every other binding, print the startup report" },
+	{ .name = "heartbeat", .run = cmd_heartbeat,
+	  .help = "extend the lease; says 'reconcile-due' when results wait (with\n"
+	    "'hold-ms=N' while a Retry-After holds them back N ms more), and\n"
+	    "adds 'inspect-due' when the dispatcher holds inspections for it" },
+	{ .name = "close", .run = cmd_close,
+	  .help = "hand back the runs accepted and never started, then end the\n"
+	    "session at the dispatcher and here" },
+	{ .name = "show", .run = cmd_show,
+	  .help = "list every session this state has had, oldest first (a table:\n"
+	    "SESSION_ID INCARNATION STATUS OPENED ENDED LAST_BEAT LEASE\n"
+	    "DISPATCHER)" },
+	{ .name = "report", .run = cmd_report,
+	  .help = "print the startup report without opening a session" },
+	{ .name = "adopt", .run = cmd_adopt, .needs = NEEDS_SID, .operand = "SID", .args = "SESSION_ID",
+	  .help = "let the current session deliver the results retained under the\n"
+	    "earlier session SID, once the dispatcher has recorded the adoption" },
+	{ .name = "backup", .run = cmd_backup, .needs = NEEDS_FILE, .operand = "FILE", .args = "FILE",
+	  .help = "copy the state, consistently while the executor runs, into the\n"
+	    "new FILE (mode 0600: it holds the credential and the executor\n"
+	    "key), marked as a backup: restored, it starts nothing until a new\n"
+	    "session is opened (doc/recovery.md, \"Backup and restore\")" },
+	{ .name = "compact", .run = cmd_compact,
+	  .help = "give the free pages pruning left back to the file system, a\n"
+	    "bounded step at a time: safe while the executor runs" },
+};
+
+static const struct opt options[] = {
+	OPTS_CHECKED("dispatcher", dispatcher, "URL", cli_is_url, "an http:// or https:// URL",
+	    "dispatcher base URL (open only),\n"
+	    "e.g. http://127.0.0.1:8080"),
+	OPTS_FLAG("adopt", 0, adopt,
+	    "open: then adopt every earlier session that still holds\n"
+	    "retained results (exec-loop does this by default)"),
+	OPTS_STRING("enroll-token-file", 0, enroll_file, "FILE",
+	    "\n"
+	    "open: the enrollment token the dispatcher's operator\n"
+	    "issued, which its first session needs (default\n"
+	    "$EXEC_ENROLL_TOKEN_FILE)"),
+	OPTS_INT("timeout-ms", timeout_ms, 1, CLIENT_TIMEOUT_MAX_MS, "N",
+	    "bound each request to N ms (default 5000)"),
+	OPTS_FLAG("current", 0, current,
+	    "show: the current session only (exit 77 if none)"),
+	OPTS_FLAG("ids", 0, ids,
+	    "show: session ids only, one per line"),
+	OPTS_TABLE_VIEW("show"),
+	OPTS_FLAG("utc", 0, utc,
+	    "show: times in UTC, not the local time zone"),
+	OPTS_STATE("JSON Lines output (doc/json.md)"),
+};
+
+/* -o's columns of show, for the completion. */
+static void
+complete_columns(FILE *f)
+{
+	const char *const *c;
+
+	fputs("columns\texec-session show\t", f);
+	for (c = session_show_columns; *c; c++)
+		fprintf(f, "%s%s", *c, c[1] ? " " : "\n");
+}
+
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 13,
+	.complete_more = complete_columns,
 };
 
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
 	o->timeout_ms = CLIENT_TIMEOUT_MS;
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hVo:w", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_DISPATCHER: o->dispatcher = optarg; break;
-		case OPT_ENROLL_TOKEN_FILE: o->enroll_file = optarg; break;
-		case OPT_ADOPT: o->adopt = 1; break;
-		case OPT_CURRENT: o->current = 1; break;
-		case OPT_IDS: o->ids = 1; break;
-		case OPT_UTC: o->utc = 1; break;
-		case OPT_COLUMNS: o->columns = optarg; break;
-		case OPT_WIDE: o->wide = 1; break;
-		case OPT_TIMEOUT:
-			if (cli_parse_i64(optarg, 1, 3600000, &o->timeout_ms) < 0)
-				return cli_usage_error(PROG, "--timeout-ms: '%s' is not a number of ms from 1 to 3600000", optarg);
-			break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command");
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	if ((o->cmd->needs & NEEDS_SID) && optind + 2 != argc)
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
+	if ((o->cmd->needs & NEEDS_SID) && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs one SESSION_ID (an earlier session of this state)",
 		    o->cmd->name);
-	if ((o->cmd->needs & NEEDS_FILE) && optind + 2 != argc)
+	if ((o->cmd->needs & NEEDS_FILE) && optind + 1 != argc)
 		return cli_usage_error(PROG, "%s needs one FILE (a new file for the copy)", o->cmd->name);
-	if (!(o->cmd->needs & (NEEDS_SID | NEEDS_FILE)) && optind + 1 != argc)
+	if (!(o->cmd->needs & (NEEDS_SID | NEEDS_FILE)) && optind != argc)
 		return cli_usage_error(PROG, "too many operands");
-	o->arg = argv[optind + 1];
+	o->arg = argv[optind];
 	if (o->cmd->run == cmd_open && !o->dispatcher)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
 	if (o->cmd->run != cmd_open && o->dispatcher)
@@ -722,9 +701,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		return cli_usage_error(PROG, "--ids, -o and -w go with the table, not with --json");
 	if (o->ids && o->columns)
 		return cli_usage_error(PROG, "--ids and -o exclude each other");
-	if (o->dispatcher && strncmp(o->dispatcher, "http://", 7) != 0 &&
-	    strncmp(o->dispatcher, "https://", 8) != 0)
-		return cli_usage_error(PROG, "--dispatcher: '%s' is not an http:// or https:// URL", o->dispatcher);
 	return 0;
 }
 

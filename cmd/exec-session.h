@@ -19,6 +19,9 @@ struct session_show_opts {
 	int current, ids, json, wide;
 	const char *columns;         /* -o: the columns, or NULL: all */
 };
+/* show's columns, in their order (-o names them): NULL-ended. */
+extern const char *const session_show_columns[];
+
 int session_show(struct state *st, const struct session_show_opts *so, struct ek_err *e);
 
 #endif

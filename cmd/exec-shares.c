@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "jsonout.h"
+#include "opts.h"
 #include "runs.h"
 #include "shares.h"
 #include "state.h"
@@ -24,16 +25,7 @@
 
 static const char PROG[] = "exec-shares";
 
-enum { OPT_DESTINATION = OPT_FIRST_TOOL };
-
-static const struct option options[] = {
-	CLI_COMMON_OPTIONS,
-	CLI_STATE_OPTIONS,
-	{ "destination", required_argument, NULL, OPT_DESTINATION },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const char USAGE[] =
+static const char USAGE_HEAD[] =
 	"Usage: exec-shares [OPTION]... capacity set DIMENSION VALUE\n"
 	"       exec-shares [OPTION]... capacity show\n"
 	"       exec-shares [OPTION]... show RUN_ID [--destination NAME]\n"
@@ -43,33 +35,17 @@ static const char USAGE[] =
 	"DIMENSION is 'executor' or 'dest:NAME'.  A program's share of a dimension is\n"
 	"capacity x weight / (sum of the weights of the programs running in it),\n"
 	"rounded down to whole bytes/s.\n"
-	"\n"
-	"Commands:\n"
-	"  capacity set DIMENSION VALUE  set the capacity to VALUE bytes/s, or lift it\n"
-	"                         with 'unlimited'; the limits file of every running\n"
-	"                         program of DIMENSION is rewritten at once and its\n"
-	"                         policy's notify hook run\n"
-	"  capacity show          every dimension: capacity, generation, programs\n"
-	"  show RUN_ID            the run's executor share (with --destination, its\n"
-	"                         share of that destination); only that share is\n"
-	"                         recomputed if stale\n"
-	"  list [DIMENSION]       every share of every running program (of DIMENSION)\n"
-	"\n"
-	"Options:\n"
-	"      --destination NAME show: the share of destination NAME\n"
-	"      --json             JSON Lines output (doc/json.md)\n"
-	"      --state-dir DIR    state directory (default $EXEC_STATE_DIR)\n"
-	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"\n";
+
+static const char USAGE_TAIL[] =
 	"\n"
 	"Exit status: 0 ok (a failing notify hook is reported, not fatal); 64 usage;\n"
 	"65 corrupt state; 66 no state directory, or the run is not running; 68 the\n"
 	"run did not declare that destination; 74 a limits file could not be\n"
 	"rewritten (the capacity is set: run it again); 75 busy; 78 state from\n"
 	"another version, or unsafe permissions.\n";
-
 struct opts {
-	const struct command *cmd;
+	const struct cli_command *cmd;
 	const char *state_dir, *destination;
 	char **operands;
 	int noperands, json;
@@ -232,15 +208,16 @@ check_capacity_show(struct opts *o)
 	return o->noperands ? cli_usage_error(PROG, "capacity needs 'set DIMENSION VALUE' or 'show'") : 0;
 }
 
-/* The commands, as git's commands[], and the subcommands of capacity;
- * gen-completion.sh reads their names. */
-static const struct command {
-	const char *name;
-	int (*check)(struct opts *o);
-	int (*run)(struct state *st, const struct opts *o, struct ek_err *e);
-} capacity_commands[] = {
-	{ "set", check_capacity_set, cmd_capacity_set },
-	{ "show", check_capacity_show, cmd_capacity_show },
+/* The commands, as git's commands[], and the subcommands of capacity. */
+static const struct cli_command capacity_commands[] = {
+	{ .name = "set", .check = check_capacity_set, .run = cmd_capacity_set,
+	  .operand = "DIMENSION VALUE", .args = "DIMENSION VALUE",
+	  .help = "set the capacity to VALUE bytes/s, or lift it\n"
+	    "with 'unlimited'; the limits file of every running\n"
+	    "program of DIMENSION is rewritten at once and its\n"
+	    "policy's notify hook run" },
+	{ .name = "show", .check = check_capacity_show, .run = cmd_capacity_show,
+	  .help = "every dimension: capacity, generation, programs" },
 };
 
 /* capacity SUBCOMMAND ...: o->cmd becomes the subcommand. */
@@ -277,32 +254,37 @@ check_list(struct opts *o)
 	return 0;
 }
 
-static const struct command commands[] = {
-	{ "capacity", check_capacity, NULL },   /* runs its subcommand */
-	{ "show", check_show, cmd_show },
-	{ "list", check_list, cmd_list },
+static const struct cli_command commands[] = {
+	{ .name = "capacity", .check = check_capacity,   /* runs its subcommand */
+	  .sub = capacity_commands, .nsub = sizeof capacity_commands / sizeof capacity_commands[0] },
+	{ .name = "show", .check = check_show, .run = cmd_show, .operand = "RUN_ID", .args = "RUN_ID",
+	  .help = "the run's executor share (with --destination, its\n"
+	    "share of that destination); only that share is\n"
+	    "recomputed if stale" },
+	{ .name = "list", .check = check_list, .run = cmd_list, .operand = "[DIMENSION]",
+	  .args = "DIMENSION", .help = "every share of every running program (of DIMENSION)" },
+};
+
+static const struct opt options[] = {
+	OPTS_STRING("destination", 0, destination, "NAME", "show: the share of destination NAME"),
+	OPTS_STATE("JSON Lines output (doc/json.md)"),
+};
+
+static const struct opts_spec spec = {
+	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 25,
 };
 
 static int
 parse_args(int argc, char **argv, struct opts *o)
 {
-	int c, rc;
+	int rc;
 
 	*o = (struct opts){ 0 };
-	opterr = 0;   /* cli_bad_option() says it, once */
-	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_DESTINATION: o->destination = optarg; break;
-		default:
-			if ((rc = cli_common_opt(c, PROG, USAGE, argv, &o->state_dir, &o->json)) != 0)
-				return rc;
-		}
-	}
-	if (optind == argc)
-		return cli_usage_error(PROG, "missing command");
-	if (!(o->cmd = cli_find_command(argv[optind], CLI_TABLE(commands))))
-		return cli_unknown_command(PROG, argv[optind], CLI_TABLE(commands));
-	optind++;
+	if ((rc = opts_parse(&spec, argc, argv, o)) != 0)
+		return rc;
+	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
+		return rc;
 	if (o->destination && o->cmd->run != cmd_show)
 		return cli_usage_error(PROG, "--destination applies to show only");
 	o->operands = argv + optind;

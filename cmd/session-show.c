@@ -17,7 +17,7 @@ struct shower {
 	int rows, failed;
 };
 
-static const char *const show_columns[] = { "session_id", "incarnation", "status", "opened",
+const char *const session_show_columns[] = { "session_id", "incarnation", "status", "opened",
 	"ended", "last_beat", "lease", "dispatcher", NULL };
 
 static void
@@ -69,7 +69,7 @@ session_show(struct state *st, const struct session_show_opts *o, struct ek_err 
 	char why[512];
 	int rc = w.t ? 0 : ek_fail(e, EK_OSERR, "out of memory");
 
-	for (c = show_columns; rc == 0 && *c; c++)
+	for (c = session_show_columns; rc == 0 && *c; c++)
 		if (table_column(w.t, *c) < 0)
 			rc = ek_fail(e, EK_OSERR, "out of memory");
 	if (rc == 0 && o->columns && table_select(w.t, o->columns, why, sizeof why) < 0)

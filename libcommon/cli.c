@@ -16,29 +16,6 @@ cli_version(const char *prog)
 }
 
 int
-cli_common_opt(int c, const char *prog, const char *usage, char **argv,
-    const char **state_dir, int *json)
-{
-	if (c == OPT_HELP) {
-		fputs(usage, stdout);
-		return CLI_DONE;
-	}
-	if (c == OPT_VERSION) {
-		cli_version(prog);
-		return CLI_DONE;
-	}
-	if (c == OPT_STATE_DIR && state_dir) {
-		*state_dir = optarg;
-		return 0;
-	}
-	if (c == OPT_JSON && json) {
-		*json = 1;
-		return 0;
-	}
-	return cli_bad_option(prog, argv);
-}
-
-int
 cli_usage_error(const char *prog, const char *fmt, ...)
 {
 	va_list ap;
@@ -66,6 +43,12 @@ cli_bad_option(const char *prog, char **argv)
 		return cli_usage_error(prog, "option '%.*s' doesn't allow an argument",
 		    (int)(strchr(arg, '=') - arg), arg);
 	return cli_usage_error(prog, "option '%s' requires an argument", arg);
+}
+
+bool
+cli_is_url(const char *s)
+{
+	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
 int

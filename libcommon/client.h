@@ -17,6 +17,8 @@
 #include "http.h"
 
 #define CLIENT_TIMEOUT_MS 5000
+/* The longest --timeout-ms a tool takes for one request: an hour. */
+#define CLIENT_TIMEOUT_MAX_MS 3600000
 
 /* The longest a work feed request waits for work (?wait_ms=, doc/protocol.md). */
 #define FEED_WAIT_MAX 30000

@@ -22,6 +22,8 @@
 
 #define DELIVER_MAX_ATTEMPTS 3
 #define DELIVER_BUDGET_MS 5000
+/* The longest --budget-ms of one result's delivery (exec-run, exec-report): an hour. */
+#define DELIVER_BUDGET_MAX_MS 3600000
 /* A claim outlives the budget it was taken for by this much. */
 #define DELIVER_CLAIM_SLACK_MS 1000
 

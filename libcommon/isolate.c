@@ -27,6 +27,8 @@ static const char *const mode_names[] = {
 	[ISOLATE_USER] = "user",
 };
 
+const char *const isolate_modes[] = { "auto", "userns", "user", "none", NULL };
+
 /* The steps of isolate_enter, for messages (index = *step). */
 enum step { S_NONE, S_DUMPABLE, S_UNSHARE, S_SETGROUPS_DENY, S_UID_MAP, S_GID_MAP, S_PRIVATE,
 	S_VIEW_OPEN, S_TMPFS, S_VIEW_DIR, S_VIEW_BIND, S_VIEW_RDONLY, S_TMPFS_RDONLY, S_SETGROUPS,

@@ -86,6 +86,10 @@ const char *isolate_mode_name(enum isolate_mode m);
 /* The mode named s: 0, or -1 if s names none. */
 int isolate_parse_mode(const char *s, enum isolate_mode *m);
 
+/* The modes' names, NULL-ended, in the order the tools' help names them
+ * (their --isolation takes one). */
+extern const char *const isolate_modes[];
+
 /* Decide how guests of the state directory state_dir are isolated: want,
  * or with ISOLATE_AUTO the strongest available (user when guest_user is
  * set or we are root, else userns, else none).  A root executor whose

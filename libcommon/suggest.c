@@ -52,18 +52,12 @@ distance(const char *s, const char *t)
 }
 
 /* The name of entry i of a command table: its first member (cli.h). */
-static const char *
-command_name(const void *table, size_t i, size_t size)
-{
-	return *(const char *const *)(const void *)((const char *)table + i * size);
-}
-
-const void *
-cli_find_command(const char *word, const void *table, size_t n, size_t size)
+const struct cli_command *
+cli_find_command(const char *word, const struct cli_command *table, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(command_name(table, i, size), word) == 0)
-			return (const char *)table + i * size;
+		if (strcmp(table[i].name, word) == 0)
+			return &table[i];
 	return NULL;
 }
 
@@ -76,36 +70,36 @@ score(const char *word, const char *name)
 }
 
 char *
-cli_command_names(char *buf, size_t n, const void *table, size_t count, size_t size)
+cli_command_names(char *buf, size_t n, const struct cli_command *table, size_t count)
 {
 	const char *names[33];
 	size_t i;
 
 	for (i = 0; i < count && i < sizeof names / sizeof names[0] - 1; i++)
-		names[i] = command_name(table, i, size);
+		names[i] = table[i].name;
 	names[i] = NULL;
 	return text_join(buf, n, names);
 }
 
 int
-cli_unknown_command(const char *prog, const char *word, const void *table, size_t n, size_t size)
+cli_unknown_command(const char *prog, const char *word, const struct cli_command *table, size_t n)
 {
 	int best = SIMILARITY_FLOOR, count = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		int d = score(word, command_name(table, i, size));
+		int d = score(word, table[i].name);
 
 		best = d < best ? d : best;
 	}
 	for (i = 0; i < n; i++)
-		count += score(word, command_name(table, i, size)) == best;
+		count += score(word, table[i].name) == best;
 	fprintf(stderr, "%s: unknown command '%.100s'\n", prog, word);
 	if (best < SIMILARITY_FLOOR) {
 		fprintf(stderr, "\nThe most similar command%s\n", count == 1 ? " is" : "s are");
 		for (i = 0; i < n; i++)
-			if (score(word, command_name(table, i, size)) == best)
-				fprintf(stderr, "\t%s\n", command_name(table, i, size));
+			if (score(word, table[i].name) == best)
+				fprintf(stderr, "\t%s\n", table[i].name);
 		fputc('\n', stderr);
 	}
 	fprintf(stderr, "Try '%s --help' for more information.\n", prog);

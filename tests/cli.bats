@@ -169,5 +169,127 @@ as_list() {
 	[ "$(wc -w <<<"$outcomes")" -ge 5 ] || fail "outcomes: $outcomes"
 	run --separate-stderr exec-inspect list refused --outcome nope
 	# shellcheck disable=SC2086
-	assert_equal "${stderr%%$'\n'*}" "exec-inspect: --outcome: unknown outcome 'nope' ($(as_list $outcomes))"
+	assert_equal "${stderr%%$'\n'*}" "exec-inspect: --outcome: 'nope' is not $(as_list $outcomes)"
+}
+
+# --- the option tables (libcommon/opts.c) -------------------------------------
+
+# The tools whose options are a table: every one but the bash exec-loop.
+TABLE_TOOLS=${TOOLS/exec-loop/}
+
+# helper TOOL WHAT: the KEY<TAB>VALUE of TOOL --completion-helper's WHAT lines.
+helper() {
+	"$1" --completion-helper | awk -F '\t' -v w="$2" '$1 == w { print $2 "\t" $3 }'
+}
+
+# table_options TOOL: the options TOOL's table has, one a line, sorted.
+table_options() {
+	helper "$1" opts | cut -f2 | tr ' ' '\n' | LC_ALL=C sort
+}
+
+@test "every number option: a value out of its bounds or no number at all, one message in every tool" {
+	local t opt min max word v n=0
+	for t in $TABLE_TOOLS; do
+		while IFS=$'\t ' read -r _ opt min max word; do
+			[[ $opt == --* ]] || continue
+			n=$((n + 1))
+			for v in $((min - 1)) x 12x ''; do
+				bad_option "$t" "$opt=$v"
+				assert_equal "${stderr_lines[0]}" \
+					"$t: $opt: '$v' is not a number from $min to $max${word:+, or $word}"
+			done
+			if [ "$max" != 9223372036854775807 ]; then
+				bad_option "$t" "$opt" "$((max + 1))"
+				assert_equal "${stderr_lines[0]}" \
+					"$t: $opt: '$((max + 1))' is not a number from $min to $max${word:+, or $word}"
+			fi
+		done < <(helper "$t" bounds)
+	done
+	[ "$n" -ge 25 ] || fail "only $n number options in the tables"
+}
+
+@test "a number option takes its bounds and its word" {
+	local t opt min max word
+	for t in $TABLE_TOOLS; do
+		while IFS=$'\t ' read -r _ opt min max word; do
+			[[ $opt == --* ]] || continue
+			for v in "$min" "$max" ${word:+"$word"}; do
+				run --separate-stderr "$t" "$opt" "$v" --help
+				[ "$status" -eq 0 ] || fail "$t $opt $v: $stderr"
+			done
+		done < <(helper "$t" bounds)
+	done
+}
+
+@test "one bound where the tools share an option's meaning: --budget-ms of a delivery, --timeout-ms of a request" {
+	assert_equal "$(helper exec-run bounds | grep -- '--budget-ms' | cut -f2)" "1 3600000"
+	assert_equal "$(helper exec-report bounds | grep -- '--budget-ms' | cut -f2)" "1 3600000"
+	local t
+	for t in exec-accept exec-inspect exec-session; do
+		assert_equal "$(helper "$t" bounds | grep -- '--timeout-ms' | cut -f2)" "1 3600000"
+	done
+}
+
+@test "a word option: any other word is refused by the list of its words" {
+	bad_option exec-inspect list refused --outcome nope
+	assert_equal "${stderr_lines[0]}" \
+		"exec-inspect: --outcome: 'nope' is not exited, killed, timeout, cancelled or exec_failed"
+	bad_option exec-dispatcher --gate bogus
+	assert_equal "${stderr_lines[0]}" "exec-dispatcher: --gate: 'bogus' is not adaptive or off"
+	local w
+	for w in $(helper exec-inspect words | awk -F '\t' '$1 == "exec-inspect --outcome" { print $2 }'); do
+		run --separate-stderr exec-inspect --outcome "$w" --help
+		[ "$status" -eq 0 ] || fail "--outcome $w: $stderr"
+	done
+}
+
+@test "an age option: one message in every tool" {
+	local t opt
+	for t in "exec-inspect --since" "exec-reconcile --prune-receipts" "exec-reconcile --prune-records"; do
+		read -r t opt <<<"$t"
+		bad_option $t "$opt" 30
+		assert_equal "${stderr_lines[0]}" "$t: $opt: '30' is not an age with its unit, like 30d, 12h, 90m or 3600s"
+	done
+}
+
+@test "--help lists every option of the table, and no other" {
+	local t
+	for t in $TABLE_TOOLS; do
+		diff -u <(table_options "$t" | grep -- '^--') <(help_long_options "$t") ||
+			fail "$t: --help (+) differs from its table (-)"
+		# a short letter is shown beside its long name
+		while IFS=$'\t' read -r long short; do
+			"$t" --help | grep -qE -- "^  $short, ${long#* }( |$)" || fail "$t --help: no '$short, ${long#* }'"
+		done < <(helper "$t" short)
+	done
+}
+
+@test "--completion-helper names only what the tool accepts: options, values and commands" {
+	local t o arg path c unknown
+	for t in $TABLE_TOOLS; do
+		for o in $(table_options "$t"); do
+			arg=()
+			helper "$t" takes | grep -q "^$t $o	" && arg=(1)
+			run --separate-stderr "$t" "$o" "${arg[@]}" --help
+			[[ $stderr != *"unrecognized option"* && $stderr != *"invalid option"* &&
+				$stderr != *"requires an argument"* && $stderr != *"allow an argument"* ]] ||
+				fail "$t $o: $stderr"
+			[ "$status" -eq 0 ] || [ "$status" -eq "$EK_USAGE" ] || fail "$t $o: exit $status"
+		done
+		# every command (and subcommand) it completes is one it runs: an
+		# unknown word is an unknown command, or (a subcommand) its
+		# command's usage error
+		while IFS=$'\t' read -r path c; do
+			unknown="unknown command"
+			[ "$path" = "$t" ] || unknown="${path#* } needs"
+			for c in $c; do
+				# shellcheck disable=SC2086 # the path's words
+				run --separate-stderr ${path} "$c"
+				[[ $stderr != *"$unknown"* ]] || fail "$path $c: $stderr"
+			done
+		done < <(helper "$t" cmds)
+	done
+	# and it is never offered itself, nor shown in the help
+	run --separate-stderr exec-run --help
+	refute_output --partial completion-helper
 }

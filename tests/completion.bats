@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # Bash completion, in a real bash with bash-completion loaded: options come
 # from each tool's own option table and subcommands from its command table
-# (build-aux/gen-completion.sh), run ids and session ids from the state
-# directory, read-only and fast.
+# (TOOL --completion-helper, build-aux/gen-completion.sh), run ids and
+# session ids from the state directory, read-only and fast.
 
 load helpers
 load doclib
@@ -32,7 +32,7 @@ populate() {
 sorted() { LC_ALL=C sort; }
 
 @test "the built completion is what the generator makes from the sources now" {
-	diff <(sh "$SRC/build-aux/gen-completion.sh" "$SRC") "$COMPLETION"
+	diff <(sh "$SRC/build-aux/gen-completion.sh" "$SRC" "$BUILD") "$COMPLETION"
 }
 
 @test "exec-run --sl<TAB> completes to --slots" {
@@ -310,8 +310,8 @@ want() {
 
 @test "the built zsh and fish completions are what the generator makes now, and parse" {
 	need_zsh_fish
-	diff <(sh "$SRC/build-aux/gen-completion.sh" --zsh "$SRC") "$ZSH_COMPLETION"
-	diff <(sh "$SRC/build-aux/gen-completion.sh" --fish "$SRC") "$FISH_COMPLETION"
+	diff <(sh "$SRC/build-aux/gen-completion.sh" --zsh "$SRC" "$BUILD") "$ZSH_COMPLETION"
+	diff <(sh "$SRC/build-aux/gen-completion.sh" --fish "$SRC" "$BUILD") "$FISH_COMPLETION"
 	zsh -n "$ZSH_COMPLETION"
 	fish --no-execute "$FISH_COMPLETION"
 	# zsh's #compdef line names every tool

@@ -379,7 +379,7 @@ feed_requests() {
 	assert_output --partial "--wait-ms goes with --from-dispatcher"
 	run exec-accept --from-dispatcher --wait-ms 30001
 	[ "$status" -eq "$EK_USAGE" ]
-	assert_output --partial "--wait-ms: '30001' is not a number of ms from 0 to 30000"
+	assert_output --partial "--wait-ms: '30001' is not a number from 0 to 30000"
 }
 
 @test "runs from stdin under a session whose lease ran out are refused (75), nothing accepted" {

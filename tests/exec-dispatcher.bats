@@ -844,7 +844,7 @@ paced_flood() {
 
 @test "--rate-wait-ms takes 0 to 10000" {
 	run exec-dispatcher --rate-wait-ms 10001
-	[[ $status -eq $EK_USAGE && $output == *"--rate-wait-ms: '10001' is not a number of milliseconds from 0 to 10000"* ]]
+	[[ $status -eq $EK_USAGE && $output == *"--rate-wait-ms: '10001' is not a number from 0 to 10000"* ]]
 	run exec-dispatcher --rate-wait-ms x
 	[[ $status -eq $EK_USAGE ]]
 }

@@ -288,7 +288,7 @@ story_value() {
 	[[ "$stderr" == *"not an age with its unit"* ]]
 	run --separate-stderr exec-inspect list refused --outcome failed
 	[ "$status" -eq "$EK_USAGE" ]
-	[[ "$stderr" == *"unknown outcome 'failed' (exited, killed, timeout, cancelled or exec_failed)"* ]]
+	[[ "$stderr" == *"--outcome: 'failed' is not exited, killed, timeout, cancelled or exec_failed"* ]]
 	run --separate-stderr exec-inspect list queued --outcome exited
 	[ "$status" -eq "$EK_USAGE" ]
 	run --separate-stderr exec-inspect summary --since 1h

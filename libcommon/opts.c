@@ -1,0 +1,343 @@
+/* opts — see opts.h. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "opts.h"
+#include "text.h"
+
+/* Where the help of an option begins, and the most options a tool has. */
+#define HELP_COLUMN 25
+#define OPTS_MAX 64
+
+static void *
+field(void *o, const struct opt *r)
+{
+	return (char *)o + r->off;
+}
+
+/* A number of r's kind, or the word that stands for one. */
+static int
+take_int(const char *prog, const struct opt *r, const char *arg, void *o)
+{
+	int64_t v;
+
+	if (r->word && strcmp(arg, r->word) == 0)
+		v = r->word_value;
+	else if (cli_parse_i64(arg, r->min, r->max, &v) < 0)
+		return cli_usage_error(prog, "--%s: '%.200s' is not a number from %lld to %lld%s%s",
+		    r->name, arg, (long long)r->min, (long long)r->max, r->word ? ", or " : "",
+		    r->word ? r->word : "");
+	*(int64_t *)field(o, r) = v;
+	return 0;
+}
+
+static int
+take_enum(const char *prog, const struct opt *r, const char *arg, void *o)
+{
+	char words[256];
+	int i = text_word_index(arg, r->words);
+
+	if (i < 0)
+		return cli_usage_error(prog, "--%s: '%.200s' is not %s", r->name, arg,
+		    text_join(words, sizeof words, r->words));
+	*(const char **)field(o, r) = r->words[i];
+	return 0;
+}
+
+/* Take one option's value by its row: 0, CLI_DONE or an exit code. */
+static int
+take(const struct opts_spec *s, const struct opt *r, const char *arg, void *o)
+{
+	switch (r->kind) {
+	case OPTK_FLAG: *(int *)field(o, r) = 1; return 0;
+	case OPTK_STRING:
+		if (r->valid && !r->valid(arg))
+			return cli_usage_error(s->prog, "--%s: '%.200s' is not %s", r->name, arg, r->want);
+		*(const char **)field(o, r) = arg;
+		return 0;
+	case OPTK_INT: return take_int(s->prog, r, arg, o);
+	case OPTK_ENUM: return take_enum(s->prog, r, arg, o);
+	case OPTK_PARSED:
+		if (r->parse(arg, (int64_t *)field(o, r)) < 0)
+			return cli_usage_error(s->prog, "--%s: '%.200s' is not %s", r->name, arg, r->want);
+		return 0;
+	case OPTK_CALL: return r->call(o, arg);
+	case OPTK_HELP: opts_help(stdout, s); return CLI_DONE;
+	case OPTK_VERSION: cli_version(s->prog); return CLI_DONE;
+	case OPTK_COMPLETION: opts_completion(stdout, s); return CLI_DONE;
+	}
+	return 0;
+}
+
+/* getopt_long's tables from ours: option i returns 0x100 + i. */
+static void
+getopt_tables(const struct opts_spec *s, struct option *lo, char *shorts)
+{
+	size_t i, k = 0;
+
+	if (s->in_order)
+		shorts[k++] = '+';
+	for (i = 0; i < s->nopts; i++) {
+		const struct opt *r = &s->opts[i];
+
+		lo[i] = (struct option){ r->name, r->meta ? required_argument : no_argument, NULL,
+			0x100 + (int)i };
+		if (r->letter) {
+			shorts[k++] = r->letter;
+			if (r->meta)
+				shorts[k++] = ':';
+		}
+	}
+	lo[i] = (struct option){ NULL, 0, NULL, 0 };
+	shorts[k] = '\0';
+}
+
+static const struct opt *
+by_letter(const struct opts_spec *s, int c)
+{
+	size_t i;
+
+	for (i = 0; i < s->nopts; i++)
+		if (s->opts[i].letter == c)
+			return &s->opts[i];
+	return NULL;
+}
+
+int
+opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
+{
+	struct option lo[OPTS_MAX + 1];
+	char shorts[2 * OPTS_MAX + 2];
+	const struct opt *r;
+	int c, rc;
+
+	if (s->nopts > OPTS_MAX)
+		abort();   /* a table larger than this file allows: a programming error */
+	getopt_tables(s, lo, shorts);
+	opterr = 0;   /* cli_bad_option() says it, once */
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		r = c >= 0x100 ? &s->opts[c - 0x100] : by_letter(s, c);
+		if (!r)
+			return cli_bad_option(s->prog, argv);
+		if ((rc = take(s, r, optarg, o)) != 0)
+			return rc;
+		if (s->seen && (rc = s->seen(o, r)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+opts_command(const struct opts_spec *s, int argc, char **argv, const struct cli_command **cmd)
+{
+	char names[256];
+
+	if (optind == argc)
+		return cli_usage_error(s->prog, "missing command (%s)",
+		    cli_command_names(names, sizeof names, s->cmds, s->ncmds));
+	if (!(*cmd = cli_find_command(argv[optind], s->cmds, s->ncmds)))
+		return cli_unknown_command(s->prog, argv[optind], s->cmds, s->ncmds);
+	optind++;
+	return 0;
+}
+
+/* "left" and then help's lines from column col: on the same line after two
+ * blanks when left is wider (a help that begins with '\n' starts below). */
+static void
+print_entry(FILE *f, const char *left, const char *help, int col)
+{
+	const char *p = help, *nl;
+	int n = fprintf(f, "%s", left);
+
+	for (;;) {
+		nl = strchr(p, '\n');
+		if (nl != p)
+			fprintf(f, "%*s", n < col - 1 ? col - n : 2, "");
+		fprintf(f, "%.*s\n", (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p);
+		if (!nl)
+			return;
+		p = nl + 1;
+		n = 0;
+	}
+}
+
+void
+opts_usage(FILE *f, const struct opt *opts, size_t n, int column)
+{
+	char left[128];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct opt *r = &opts[i];
+
+		if (!r->help || r->kind == OPTK_COMPLETION)
+			continue;
+		snprintf(left, sizeof left, "  %c%c%c --%s%s%s", r->letter ? '-' : ' ',
+		    r->letter ? r->letter : ' ', r->letter ? ',' : ' ', r->name, r->meta ? " " : "",
+		    r->meta ? r->meta : "");
+		print_entry(f, left, r->help, column ? column : HELP_COLUMN);
+	}
+}
+
+/* The "Commands:" block: each command (a subcommand after its parent's
+ * name) with its operand, its help from the column after the widest. */
+static void
+commands_usage(FILE *f, const char *parent, const struct cli_command *c, size_t n, int col)
+{
+	char left[128];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (c[i].sub) {
+			commands_usage(f, c[i].name, c[i].sub, c[i].nsub, col);
+			continue;
+		}
+		if (!c[i].help)
+			continue;
+		snprintf(left, sizeof left, "  %s%s%s%s%s", parent ? parent : "", parent ? " " : "",
+		    c[i].name, c[i].operand ? " " : "", c[i].operand ? c[i].operand : "");
+		print_entry(f, left, c[i].help, col);
+	}
+}
+
+void
+opts_help(FILE *f, const struct opts_spec *s)
+{
+	fputs(s->usage_head, f);
+	if (s->cmds_column) {
+		fputs("Commands:\n", f);
+		commands_usage(f, NULL, s->cmds, s->ncmds, s->cmds_column);
+		fputs("\nOptions:\n", f);
+	}
+	opts_usage(f, s->opts, s->nopts, s->help_column);
+	fputs(s->usage_tail, f);
+}
+
+/* --- completion data ------------------------------------------------------ */
+
+/* The first line of a help text, for the zsh and fish descriptions: cut
+ * before a parenthesis it leaves open, and at a trailing , ; or :. */
+static const char *
+describe(char *buf, size_t n, const char *help)
+{
+	const char *p = help;
+	char *open = NULL, *q;
+	size_t len;
+	int depth = 0;
+
+	while (*p == '\n')
+		p++;
+	len = strcspn(p, "\n");
+	snprintf(buf, n, "%.*s", (int)len, p);
+	for (q = buf; *q; q++) {
+		if (*q == '(' && depth++ == 0)
+			open = q;
+		else if (*q == ')' && depth > 0 && --depth == 0)
+			open = NULL;
+	}
+	if (depth > 0 && open) {
+		while (open > buf && open[-1] == ' ')
+			open--;
+		*open = '\0';
+	}
+	len = strlen(buf);
+	if (len && strchr(",;:", buf[len - 1]))
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+static void
+print_words(FILE *f, const char *const *w)
+{
+	for (; *w; w++)
+		fprintf(f, "%s%s", *w, w[1] ? " " : "\n");
+}
+
+/* One spelling's lines (name "--long" or "-x"): takes, meta, desc, words. */
+static void
+spelling_data(FILE *f, const char *tool, const char *name, const struct opt *r, const char *desc)
+{
+	if (r->meta)
+		fprintf(f, "takes\t%s %s\t1\nmeta\t%s %s\t%s\n", tool, name, tool, name, r->meta);
+	if (*desc)
+		fprintf(f, "desc\t%s %s\t%s\n", tool, name, desc);
+	if (r->words) {
+		fprintf(f, "words\t%s %s\t", tool, name);
+		print_words(f, r->words);
+	}
+	if (r->kind == OPTK_INT)   /* for the tests (cli.bats), not the scripts */
+		fprintf(f, "bounds\t%s %s\t%lld %lld%s%s\n", tool, name, (long long)r->min,
+		    (long long)r->max, r->word ? " " : "", r->word ? r->word : "");
+}
+
+/* The options: "opts TOOL" (long ones first, in the table's order, then
+ * the short ones), and each one's lines. */
+static void
+options_data(FILE *f, const struct opts_spec *s)
+{
+	char desc[256], name[64];
+	size_t i;
+
+	fprintf(f, "opts\t%s\t", s->prog);
+	for (i = 0; i < s->nopts; i++)
+		if (s->opts[i].kind != OPTK_COMPLETION)
+			fprintf(f, "%s--%s", i ? " " : "", s->opts[i].name);
+	for (i = 0; i < s->nopts; i++)
+		if (s->opts[i].letter)
+			fprintf(f, " -%c", s->opts[i].letter);
+	fputc('\n', f);
+	for (i = 0; i < s->nopts; i++) {
+		const struct opt *r = &s->opts[i];
+
+		if (r->kind == OPTK_COMPLETION)
+			continue;
+		describe(desc, sizeof desc, r->help ? r->help : "");
+		snprintf(name, sizeof name, "--%s", r->name);
+		spelling_data(f, s->prog, name, r, desc);
+		if (!r->letter)
+			continue;
+		snprintf(name, sizeof name, "-%c", r->letter);
+		spelling_data(f, s->prog, name, r, desc);
+		fprintf(f, "short\t%s --%s\t%s\n", s->prog, r->name, name);
+	}
+}
+
+/* A command table at path: "cmds PATH", and each command's args, words,
+ * desc, and its own subcommands. */
+static void
+commands_data(FILE *f, const char *path, const struct cli_command *c, size_t n)
+{
+	char sub[256], desc[256];
+	size_t i;
+
+	fprintf(f, "cmds\t%s\t", path);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%s", c[i].name, i + 1 < n ? " " : "\n");
+	for (i = 0; i < n; i++) {
+		snprintf(sub, sizeof sub, "%s %s", path, c[i].name);
+		if (c[i].args)
+			fprintf(f, "args\t%s\t%s\n", sub, c[i].args);
+		if (c[i].words) {
+			fprintf(f, "words\t%s\t", sub);
+			print_words(f, c[i].words);
+		}
+		if (c[i].help && *describe(desc, sizeof desc, c[i].help))
+			fprintf(f, "desc\t%s\t%s\n", sub, desc);
+		if (c[i].sub)
+			commands_data(f, sub, c[i].sub, c[i].nsub);
+	}
+}
+
+void
+opts_completion(FILE *f, const struct opts_spec *s)
+{
+	options_data(f, s);
+	if (s->args)
+		fprintf(f, "args\t%s\t%s\n", s->prog, s->args);
+	if (s->cmds)
+		commands_data(f, s->prog, s->cmds, s->ncmds);
+	if (s->complete_more)
+		s->complete_more(f);
+}
