@@ -155,7 +155,7 @@ elapsed_ms() {
 
 @test "a first open whose dispatcher cannot be reached leaves no state directory; one that reached it, and a state that was there, are kept" {
 	local port
-	port=$(free_port)
+	port=$(dead_port)
 	[ ! -e "$EXEC_STATE_DIR" ]
 	run --separate-stderr exec-session open --dispatcher "http://127.0.0.1:$port"
 	[ "$status" -eq "$EK_UNAVAILABLE" ] || fail "status $status: $stderr"

@@ -109,6 +109,22 @@ stop_dispatcher_ok() {
 	return "$rc"
 }
 
+# dead_port: a loopback port nothing listens on, below the kernel's
+# ephemeral range, so no server started with port 0 (another test's
+# dispatcher) can take it while the test counts on it staying unreachable
+# (free_port's port can be handed out again at any moment).
+dead_port() {
+	local p low
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	for ((p = 1; p < 1024 && p < low; p++)); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # free_port: a loopback port the kernel just handed a throwaway dispatcher
 # (in free/ of the test's directory), for a server the test starts there.
 # Call it as $(free_port): the test's own DISP_PID stays as it was.

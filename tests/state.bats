@@ -262,20 +262,26 @@ SQL
 	open_session
 	settled_bulk 2000
 	exec-reconcile --prune-records 1d >/dev/null
-	# a writer holds the write lock for about a second, and commits a row
+	# a writer holds the write lock until compact waits for it (compact
+	# holds the writers' queue: /proc/locks), then commits a row
+	local t=$BATS_TEST_TMPDIR ino
 	sqlite3 "$EXEC_STATE_DIR/state.db" >/dev/null <<SQL &
 BEGIN IMMEDIATE;
 INSERT INTO meta(key, value) VALUES ('w', 'x');
-.shell touch "$BATS_TEST_TMPDIR/locked"
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) FROM n;
+.shell touch "$t/locked"
+.shell n=0; while [ ! -e "$t/release" ] && [ \$n -lt 6000 ]; do sleep 0.01; n=\$((n + 1)); done
 COMMIT;
 SQL
 	local writer=$!
-	wait_until '[ -e "$BATS_TEST_TMPDIR/locked" ]'
-	run exec-session compact
+	wait_until '[ -e "$t/locked" ]'
+	ino=$(stat -c %i "$EXEC_STATE_DIR/state.db-writers")
+	exec-session compact >"$t/compact.out" 2>&1 &
+	local compact=$!
+	wait_until "grep -Eq \"FLOCK +ADVISORY +WRITE +$compact [0-9a-f]+:[0-9a-f]+:$ino \" /proc/locks"
+	touch "$t/release"
+	wait "$compact" || fail "compact: exit $?: $(cat "$t/compact.out")"
 	wait "$writer"
-	assert_success
-	assert_output --regexp "given back"
+	grep -q "given back" "$t/compact.out" || fail "$(cat "$t/compact.out")"
 	[ "$(sql "SELECT value FROM meta WHERE key = 'w'")" = x ]
 	[ "$(sql "PRAGMA freelist_count")" = 0 ]
 }
