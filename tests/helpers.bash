@@ -195,12 +195,30 @@ kill_recorded() {
 		done
 }
 
+# kill_loops: SIGKILL each exec-loop still running on the test's state,
+# found by its scratch directory (STATE/loop.PID.XXXXXX) and only while
+# that pid runs exec-loop: a failed test leaves its loop behind, and its
+# command line names no file of the test.
+kill_loops() {
+	local d pid
+	for d in "$EXEC_STATE_DIR"/loop.*.*; do
+		[ -d "$d" ] || continue
+		pid=${d##*/loop.}
+		pid=${pid%%.*}
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		grep -qa exec-loop "/proc/$pid/cmdline" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	done
+	return 0
+}
+
 # Kill whatever this test left running: the dispatcher, what names the
-# test's directory on its command line, and what the state records.
+# test's directory on its command line, its loops and what the state
+# records.
 common_teardown() {
 	stop_dispatcher
 	# the directory whole: test/3 is a prefix of test/39 (bats -j)
 	pkill -KILL -f -- "$BATS_TEST_TMPDIR(/| |\$)" 2>/dev/null || true
+	kill_loops
 	kill_recorded
 }
 
