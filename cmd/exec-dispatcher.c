@@ -73,6 +73,7 @@ struct opts {
 	const char *url, *run_id, *txn_id, *cwd;      /* submit's */
 	int64_t due_at, timeout_ms;
 	int64_t port, lease_ms, heartbeat_ms, max_inflight, max_rate, retry_after_s, rate_wait_ms,
+	    slot_wait_ms,
 	    settle_after_ms, abandon_after_ms;
 	int quiet, json;
 };
@@ -84,6 +85,7 @@ enum { SERVE = 1, SUBMIT = 2 };
 /* The longest a request may wait for its turn at --max-rate: far below any
  * client's timeout. */
 #define RATE_WAIT_MAX_MS 10000
+#define SLOT_WAIT_MAX_MS 60000
 
 /* The longest wait --settle-after-ms and --abandon-after-ms take: ten years. */
 #define AFTER_MS_MAX INT64_C(315360000000)
@@ -187,6 +189,11 @@ static const struct opt options[] = {
 	  .min = 0, .max = RATE_WAIT_MAX_MS, .mark = SERVE,
 	  .help = "a request past --max-rate whose turn comes within N ms\n"
 	    "waits for it instead of a 429 (default 0: none waits)" },
+	{ .name = "slot-wait-ms", .kind = OPTK_INT, .meta = "N",
+	  .off = offsetof(struct opts, slot_wait_ms),
+	  .min = 0, .max = SLOT_WAIT_MAX_MS, .mark = SERVE,
+	  .help = "a request past the limit waits up to N ms for a place\n"
+	    "in flight before a 429 (default 250; 0: none waits)" },
 	{ .name = "retry-after", .kind = OPTK_INT, .meta = "S",
 	  .off = offsetof(struct opts, retry_after_s),
 	  .min = 1, .max = 3600, .mark = SERVE,
@@ -287,6 +294,7 @@ apply(const struct opts *o)
 	c->max_rate = o->max_rate;
 	c->retry_after_s = o->retry_after_s;
 	c->rate_wait_ms = o->rate_wait_ms;
+	c->slot_wait_ms = o->slot_wait_ms;
 	c->settle_after_ms = o->settle_after_ms;
 	c->abandon_after_ms = o->abandon_after_ms;
 	c->quiet = o->quiet;
@@ -337,7 +345,7 @@ static int
 parse_args(int argc, char **argv, const char **cmd, const char **copy)
 {
 	struct opts o = { .store = "./exec-dispatcher.db", .gate = "adaptive", .lease_ms = 30000,
-		.heartbeat_ms = 2000, .retry_after_s = 1, .settle_after_ms = 30000,
+		.heartbeat_ms = 2000, .retry_after_s = 1, .slot_wait_ms = 250, .settle_after_ms = 30000,
 		.abandon_after_ms = 86400000 };
 	const struct cli_command *c = NULL;
 	int rc;

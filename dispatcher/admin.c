@@ -486,7 +486,7 @@ h_stats(struct req *rq)
 	gate_read(&gs);
 	results_commits(&batches, &results, &largest);
 	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
@@ -495,9 +495,10 @@ h_stats(struct req *rq)
 	    "max_in_flight", (json_int_t)st.max_in_flight, "requests", (json_int_t)st.requests,
 	    "gated_429", (json_int_t)st.gated_429, "gated_rate", (json_int_t)st.gated_rate,
 	    "retry_after_max", (json_int_t)st.retry_after_max, "paced", (json_int_t)st.paced,
-	    "paced_left", (json_int_t)st.paced_left, "rate_queue_ms", (json_int_t)st.rate_queue_ms,
+	    "paced_left", (json_int_t)st.paced_left, "slot_waited", (json_int_t)st.slot_waited,
+	    "slot_waited_in", (json_int_t)st.slot_waited_in, "rate_queue_ms", (json_int_t)st.rate_queue_ms,
 	    "max_inflight", (json_int_t)dsp.cfg.max_inflight, "max_rate", (json_int_t)dsp.cfg.max_rate,
-	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms,
+	    "rate_wait_ms", (json_int_t)dsp.cfg.rate_wait_ms, "slot_wait_ms", (json_int_t)dsp.cfg.slot_wait_ms,
 	    "commit_batches", (json_int_t)batches, "commit_results", (json_int_t)results,
 	    "commit_batch_max", (json_int_t)largest,
 	    "gate", dsp.cfg.gate_off ? "off" : "adaptive", "gate_limit", (json_int_t)gs.limit,

@@ -160,6 +160,7 @@ struct config {
 	int64_t max_rate;                /* the gate's requests a second: 0 = none */
 	int64_t retry_after_s;           /* the least a gated request is told to wait */
 	int64_t rate_wait_ms;            /* past --max-rate, wait this long for a turn */
+	int64_t slot_wait_ms;            /* past the limit, wait this long for a place */
 	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
 	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
 	const char *port_file, *store, *incarnation;
@@ -199,6 +200,8 @@ struct http_stats {
 	int64_t paced;                   /* requests that waited for their turn at --max-rate */
 	int64_t paced_left;              /* of paced, whose client left before its turn */
 	int64_t rate_queue_ms;           /* how long a request arriving now waits for its turn */
+	int64_t slot_waited;             /* requests that waited past the limit for a place */
+	int64_t slot_waited_in;          /* of slot_waited, those that got one (not refused) */
 };
 
 /* The request counters since start (GET /admin/stats). */

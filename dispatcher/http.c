@@ -6,6 +6,7 @@
  * and listening on 127.0.0.1.  It names no handler: the route table and a
  * request's life through it are routes.c's, at the top.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -219,6 +220,7 @@ static struct {
 	atomic_llong waiting;    /* parked: long polls waiting for an event */
 	atomic_llong paced;      /* waited for a turn at --max-rate */
 	atomic_llong paced_left; /* ... and whose client left before it */
+	atomic_llong slot_waited, slot_waited_in;   /* waited past the limit; admitted so */
 	atomic_llong by_kind[RK_KINDS];
 } stats;
 
@@ -234,6 +236,13 @@ static struct {
 } gate = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 enum { SPREAD_MAX_S = 60 };   /* the longest spread Retry-After adds */
+
+/* The waiters for a place in flight, woken when one frees. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t freed;
+	atomic_int waiters;
+} slot = { .mu = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER };
 
 /* Is rq one the gate never refuses? */
 static bool
@@ -331,8 +340,65 @@ gate_turn_ms(void)
 	return gate.tokens >= 1 ? 0 : (int64_t)((1 - gate.tokens) * 1000.0 / (double)dsp.cfg.max_rate) + 1;
 }
 
+/* A place freed in flight: wake a waiter, if any (after the count fell). */
+static void
+slot_freed(void)
+{
+	if (atomic_load(&slot.waiters) > 0) {
+		pthread_mutex_lock(&slot.mu);
+		pthread_cond_signal(&slot.freed);
+		pthread_mutex_unlock(&slot.mu);
+	}
+}
+
+/* Take a place in the gate's count if it is below limit. */
+static bool
+slot_take(int64_t limit)
+{
+	long long n = atomic_load(&stats.gateable);
+
+	while (n < limit)
+		if (atomic_compare_exchange_weak(&stats.gateable, &n, n + 1))
+			return true;
+	return false;
+}
+
+/* rq is past the limit: wait up to --slot-wait-ms for a place, out of the
+ * gate's count meanwhile.  True once it has one.  A result is served in a
+ * millisecond or two, and a refusal sends its executor away for a second
+ * or more (Retry-After): a short wait keeps the dispatcher busy where
+ * refusals would leave it idle. */
+static bool
+slot_wait(struct req *rq, int64_t limit)
+{
+	struct timespec end;
+	bool in;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);   /* pthread_cond_timedwait's clock */
+	end.tv_sec += dsp.cfg.slot_wait_ms / 1000;
+	end.tv_nsec += (long)(dsp.cfg.slot_wait_ms % 1000) * 1000000L;
+	end.tv_sec += end.tv_nsec / 1000000000L;
+	end.tv_nsec %= 1000000000L;
+	atomic_fetch_add(&stats.slot_waited, 1);
+	atomic_fetch_sub(&stats.gateable, 1);
+	pthread_mutex_lock(&slot.mu);
+	atomic_fetch_add(&slot.waiters, 1);
+	while (!(in = slot_take(limit)) && rc != ETIMEDOUT && !atomic_load(&dsp.stopping) &&
+	    !peer_gone(rq->conn))
+		rc = pthread_cond_timedwait(&slot.freed, &slot.mu, &end);
+	atomic_fetch_sub(&slot.waiters, 1);
+	pthread_mutex_unlock(&slot.mu);
+	if (in)
+		atomic_fetch_add(&stats.slot_waited_in, 1);
+	else
+		atomic_fetch_add(&stats.gateable, 1);   /* back in the count, to be refused */
+	return in;
+}
+
 /* Past the gate?  Then rq is answered 429 in the handler's place, with
- * rq->retry_after_s set.  Else *turn_ms is how long it waits for its turn
+ * rq->retry_after_s set.  Past the limit it first waits a moment for a
+ * place (slot_wait()).  Else *turn_ms is how long it waits for its turn
  * first (0: none): its token is taken now, so the bucket owes it. */
 bool
 gate_closed(struct req *rq, int64_t *turn_ms)
@@ -346,11 +412,12 @@ gate_closed(struct req *rq, int64_t *turn_ms)
 		limit = dsp.cfg.max_inflight;
 	if (!rq->gateable)
 		return false;
+	full = atomic_load(&stats.gateable) > limit &&
+	    (dsp.cfg.slot_wait_ms == 0 || !slot_wait(rq, limit));
 	pthread_mutex_lock(&gate.mu);
 	if (!gate.rng)
 		gate.rng = ((uint64_t)mono_ms() * 2654435761u ^ (uint64_t)getpid()) | 1;
 	gate_advance(mono_ms());
-	full = atomic_load(&stats.gateable) > limit;
 	if (!full && dsp.cfg.max_rate > 0 && !(fast = (*turn_ms = gate_turn_ms()) > dsp.cfg.rate_wait_ms))
 		gate.tokens -= 1;
 	if (!full && !fast) {
@@ -377,8 +444,10 @@ http_park(struct req *rq, bool parked)
 {
 	long long d = parked ? -1 : 1;
 
-	if (rq->gateable && parked)
+	if (rq->gateable && parked) {
 		atomic_fetch_add(&stats.gateable, d);
+		slot_freed();
+	}
 	if (rq->gated)
 		atomic_fetch_add(&stats.in_flight, d);
 	atomic_fetch_add(&stats.waiting, -d);
@@ -396,8 +465,10 @@ gate_leave(struct req *rq)
 {
 	if (rq->gated)
 		atomic_fetch_sub(&stats.in_flight, 1);
-	if (rq->gateable)
+	if (rq->gateable) {
 		atomic_fetch_sub(&stats.gateable, 1);
+		slot_freed();
+	}
 	rq->gated = rq->gateable = false;
 }
 
@@ -413,6 +484,8 @@ http_stats_read(struct http_stats *out)
 	out->retry_after_max = atomic_load(&stats.retry_after_max);
 	out->paced = atomic_load(&stats.paced);
 	out->paced_left = atomic_load(&stats.paced_left);
+	out->slot_waited = atomic_load(&stats.slot_waited);
+	out->slot_waited_in = atomic_load(&stats.slot_waited_in);
 	out->rate_queue_ms = 0;
 	if (dsp.cfg.max_rate > 0) {
 		pthread_mutex_lock(&gate.mu);

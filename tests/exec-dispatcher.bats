@@ -662,6 +662,38 @@ default_dispatcher() {
 	wait "$bg" || true
 }
 
+@test "the gate: past the limit a result waits for a place (--slot-wait-ms) and is served once one frees, not refused" {
+	stop_dispatcher
+	mkdir "$BATS_TEST_TMPDIR/s"
+	start_dispatcher_in "$BATS_TEST_TMPDIR/s" --quiet --max-inflight 1 --slot-wait-ms 60000
+	negotiate
+	take r1 r2
+	# r1 held in flight, so the gate is full
+	api POST /admin/faults '{"kind":"hang","delay_ms":3600000,"count":1}'
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/auth"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r1)" "$DISP_URL/v1/results" 2>/dev/null &
+	local held=$!
+	wait_until 'api GET /admin/stats; [[ $(num in_flight) -ge 2 ]]'   # the held one + this read
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o "$BATS_TEST_TMPDIR/r2.body" -w '%{http_code}' \
+		-H @"$BATS_TEST_TMPDIR/auth" --data-binary "$(result_body r2)" "$DISP_URL/v1/results" \
+		>"$BATS_TEST_TMPDIR/r2.code" 2>/dev/null &
+	local waiter=$!
+	wait_until 'api GET /admin/stats; [[ $(num slot_waited) == 1 ]]'
+	api GET /admin/runs/r2
+	[[ $(field state) == offered ]]                         # waiting, not handled
+	api POST "/v1/sessions/$SID/heartbeat" "" "$CRED"
+	[[ $code == 200 ]]                                      # heartbeats pass by it
+	kill "$held"                                            # r1's client leaves: its place frees
+	wait "$waiter" || fail "r2: curl exit $?"
+	[[ $(<"$BATS_TEST_TMPDIR/r2.code") == 200 ]] || fail "r2: $(<"$BATS_TEST_TMPDIR/r2.code") $(<"$BATS_TEST_TMPDIR/r2.body")"
+	api GET /admin/runs/r2
+	[[ $(field state) == finished ]]
+	api GET /admin/stats
+	[[ $(num slot_waited_in) == 1 && $(num gated_429) == 0 && $(num slot_wait_ms) == 60000 ]]
+	wait "$held" || true
+}
+
 # feed_wait WAIT_MS: a work feed request of session SID in the background,
 # its status in $BATS_TEST_TMPDIR/wcode and its body in .../wbody; FEED_PID.
 feed_wait() {
