@@ -6,7 +6,6 @@
  * and listening on 127.0.0.1.  It names no handler: the route table and a
  * request's life through it are routes.c's, at the top.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -371,22 +370,25 @@ slot_take(int64_t limit)
 static bool
 slot_wait(struct req *rq, int64_t limit)
 {
-	struct timespec end;
+	int64_t end = mono_ms() + dsp.cfg.slot_wait_ms, left;
+	struct timespec t;
 	bool in;
-	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &end);   /* pthread_cond_timedwait's clock */
-	end.tv_sec += dsp.cfg.slot_wait_ms / 1000;
-	end.tv_nsec += (long)(dsp.cfg.slot_wait_ms % 1000) * 1000000L;
-	end.tv_sec += end.tv_nsec / 1000000000L;
-	end.tv_nsec %= 1000000000L;
 	atomic_fetch_add(&stats.slot_waited, 1);
 	atomic_fetch_sub(&stats.gateable, 1);
 	pthread_mutex_lock(&slot.mu);
 	atomic_fetch_add(&slot.waiters, 1);
-	while (!(in = slot_take(limit)) && rc != ETIMEDOUT && !atomic_load(&dsp.stopping) &&
-	    !peer_gone(rq->conn))
-		rc = pthread_cond_timedwait(&slot.freed, &slot.mu, &end);
+	while (!(in = slot_take(limit)) && (left = end - mono_ms()) > 0 &&
+	    !atomic_load(&dsp.stopping) && !peer_gone(rq->conn)) {
+		/* woken by a freed place, or every 100 ms to see a stop or a
+		 * client that left (pthread_cond_timedwait's clock: realtime) */
+		clock_gettime(CLOCK_REALTIME, &t);
+		left = left < 100 ? left : 100;
+		t.tv_nsec += (long)left * 1000000L;
+		t.tv_sec += t.tv_nsec / 1000000000L;
+		t.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&slot.freed, &slot.mu, &t);
+	}
 	atomic_fetch_sub(&slot.waiters, 1);
 	pthread_mutex_unlock(&slot.mu);
 	if (in)
