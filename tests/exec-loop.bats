@@ -406,17 +406,39 @@ heartbeats() { admin GET /admin/stats | sed -n 's/.*"heartbeat":\([0-9]*\).*/\1/
 	[ "$status" -eq "$EK_USAGE" ]
 	run exec-loop --dispatcher http://x --slots many
 	[ "$status" -eq "$EK_USAGE" ]
-	run --separate-stderr exec-loop --dispatcher http://x --output-quota lots
-	[ "$status" -eq "$EK_USAGE" ]
-	[[ $stderr == "exec-loop: --output-quota: 'lots' is not a number of bytes"* ]] || fail "$stderr"
-	# exec-run start's bounds, said by the option given (the default
-	# --prefetch follows --slots, and is not the one at fault)
-	local n
-	for n in 0 257 1000; do
-		run --separate-stderr exec-loop --dispatcher http://x --slots "$n"
-		[ "$status" -eq "$EK_USAGE" ]
-		[[ $stderr == "exec-loop: --slots: '$n' is not a number from 1 to 256"* ]] || fail "$stderr"
-	done
+	# each number option's bounds are those of the tool it goes to, said
+	# in the words every C tool uses (opts.c); the default --prefetch
+	# follows --slots, and is not the one at fault
+	local opt min max word v
+	while read -r opt min max word; do
+		for v in lots -1 "$((min - 1))" "${max}0"; do
+			[ "$v" != -1 ] || [ "$min" -gt 0 ] || continue
+			run --separate-stderr exec-loop --dispatcher http://x "--$opt" "$v"
+			[ "$status" -eq "$EK_USAGE" ] || fail "--$opt $v: exit $status"
+			[[ $stderr == "exec-loop: --$opt: '$v' is not a number from $min to $max${word:+, or $word}"* ]] ||
+				fail "--$opt $v: $stderr"
+		done
+	done <<'BOUNDS'
+slots 1 256
+drain-ms 0 86400000
+reconcile-ms 1 86400000
+prefetch 1 1000
+jitter-ms 0 3600000
+output-cap 0 9223372036854775807 auto
+output-quota 0 4611686018427387903 auto
+BOUNDS
+	run --separate-stderr exec-loop --dispatcher http://x --slots 257
+	[[ $stderr == "exec-loop: --slots: '257' is not a number from 1 to 256"* ]] || fail "$stderr"
+}
+
+@test "--slots 256: the queue it asks for stays within exec-accept's --prefetch (1000), and work runs" {
+	start_dispatcher
+	start_loop --slots 256
+	wait_until '[ -n "$(current_session 2>/dev/null)" ]'
+	admin POST /admin/runs "$(spec many)" >/dev/null
+	wait_until '[ "$(finished)" = 1 ]'
+	stop_loop
+	run ! grep -q "accept failed\|is not a number from" "$BATS_TEST_TMPDIR/loop.err"
 }
 
 # catches_stops PID: PID is the loop's shell (its script named in its
