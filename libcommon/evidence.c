@@ -262,43 +262,38 @@ receipts_plan(struct state *st, int64_t age_ms, int (*fn)(json_t *item, void *),
 
 /* The run records of the receipts the next prune chunk removes, with what
  * the story keeps of each spec (schema step 17): the same rows as its
- * DELETE, in the same transaction. */
+ * DELETE, in the same transaction (?3: now). */
+#define RECORD_PRUNED "INSERT OR REPLACE INTO run_records(run_id, txn_id, " \
+	"incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, acked_at, " \
+	"message, stdout_dropped, stderr_dropped, evidence, recorded_at, program, args, " \
+	"env_names, cwd, timeout_ms) SELECT c.run_id, a.txn_id, c.incarnation, c.session_id, " \
+	"'finished', c.outcome, c.exit_code, c.started_at, c.chosen_at, c.acked_at, c.message, " \
+	"c.stdout_dropped, c.stderr_dropped, 'delivered and acknowledged; its receipt pruned', ?3, " \
+	"json_extract(a.content, '$.program'), json(IFNULL(json_extract(a.content, '$.args'), " \
+	"'[]')), CASE json_type(a.content, '$.env') WHEN 'object' THEN (SELECT " \
+	"json_group_array(key) FROM json_each(a.content, '$.env')) END, " \
+	"json_extract(a.content, '$.cwd'), json_extract(a.content, '$.timeout_ms') " \
+	"FROM receipts c JOIN accepts a ON a.run_id = c.run_id " \
+	"WHERE c.rowid IN (" PRUNE_CHUNK ")"
+
+/* Then the specs of those runs are dropped, each kept by its digest. */
+#define SPEC_DROPPED "UPDATE accepts SET content_sha256 = sha256_hex(content), " \
+	"content = '' WHERE content <> '' AND run_id IN (SELECT run_id FROM receipts " \
+	"WHERE rowid IN (" PRUNE_CHUNK "))"
+
+/* One statement over the next prune chunk: ?1 the cutoff, ?2 the chunk's
+ * rows, ?3 (where it has one) now.  0, or -1 (e filled). */
 static int
-record_pruned(struct state *st, int64_t cutoff, struct ek_err *e)
+chunk_exec(struct state *st, const char *sql, int64_t cutoff, struct ek_err *e)
 {
-	sqlite3_stmt *q = db_prep(&st->db, "INSERT OR REPLACE INTO run_records(run_id, txn_id, "
-	    "incarnation, session_id, known, outcome, exit_code, started_at, chosen_at, acked_at, "
-	    "message, stdout_dropped, stderr_dropped, evidence, recorded_at, program, args, "
-	    "env_names, cwd, timeout_ms) SELECT c.run_id, a.txn_id, c.incarnation, c.session_id, "
-	    "'finished', c.outcome, c.exit_code, c.started_at, c.chosen_at, c.acked_at, c.message, "
-	    "c.stdout_dropped, c.stderr_dropped, 'delivered and acknowledged; its receipt pruned', ?3, "
-	    "json_extract(a.content, '$.program'), json(IFNULL(json_extract(a.content, '$.args'), "
-	    "'[]')), CASE json_type(a.content, '$.env') WHEN 'object' THEN (SELECT "
-	    "json_group_array(key) FROM json_each(a.content, '$.env')) END, "
-	    "json_extract(a.content, '$.cwd'), json_extract(a.content, '$.timeout_ms') "
-	    "FROM receipts c JOIN accepts a ON a.run_id = c.run_id "
-	    "WHERE c.rowid IN (" PRUNE_CHUNK ")", e);
+	sqlite3_stmt *q = db_prep(&st->db, sql, e);
 
 	if (!q)
 		return -1;
 	db_bind_i64(q, 1, cutoff);
 	db_bind_i64(q, 2, PRUNE_CHUNK_ROWS);
-	db_bind_i64(q, 3, now_ms());
-	return db_exec_stmt(&st->db, q, e);
-}
-
-/* Drop the specs of the runs just recorded: each kept by its digest. */
-static int
-spec_dropped(struct state *st, int64_t cutoff, struct ek_err *e)
-{
-	sqlite3_stmt *q = db_prep(&st->db, "UPDATE accepts SET content_sha256 = sha256_hex(content), "
-	    "content = '' WHERE content <> '' AND run_id IN (SELECT run_id FROM receipts "
-	    "WHERE rowid IN (" PRUNE_CHUNK "))", e);
-
-	if (!q)
-		return -1;
-	db_bind_i64(q, 1, cutoff);
-	db_bind_i64(q, 2, PRUNE_CHUNK_ROWS);
+	if (sqlite3_bind_parameter_count(q) >= 3)
+		db_bind_i64(q, 3, now_ms());
 	return db_exec_stmt(&st->db, q, e);
 }
 
@@ -314,7 +309,8 @@ receipts_prune(struct state *st, int64_t age_ms, int64_t *n, struct ek_err *e)
 		db_yield(&st->db);   /* after a chunk, a waiting writer first */
 		if (db_begin_write(&st->db, e) < 0)
 			return failed_after(e, *n, "receipts were pruned");
-		if (record_pruned(st, cutoff, e) < 0 || spec_dropped(st, cutoff, e) < 0 ||
+		if (chunk_exec(st, RECORD_PRUNED, cutoff, e) < 0 ||
+		    chunk_exec(st, SPEC_DROPPED, cutoff, e) < 0 ||
 		    !(q = db_prep(&st->db, "DELETE FROM receipts WHERE rowid IN (" PRUNE_CHUNK ")", e))) {
 			db_rollback(&st->db);
 			return failed_after(e, *n, "receipts were pruned");
