@@ -139,6 +139,11 @@ env_opt(void *o, const char *arg)
 
 static const char *const gate_modes[] = { "adaptive", "off", NULL };
 
+/* A number only serving takes (exec-dispatcher without a command). */
+#define SERVE_INT(NAME, FIELD, MIN, MAX, META, HELP) { .name = NAME, .kind = OPTK_INT, \
+	.meta = META, .off = offsetof(struct opts, FIELD), .min = MIN, .max = MAX, .mark = SERVE, \
+	.help = HELP }
+
 static const struct opt options[] = {
 	{ .name = "port", .kind = OPTK_INT, .meta = "N", .off = offsetof(struct opts, port),
 	  .min = 0, .max = 65535,
@@ -158,14 +163,10 @@ static const struct opt options[] = {
 	    "the token /admin/ requests must show (mode 0600);\n"
 	    "default STORE.admin-token, made at the first start\n"
 	    "(submit sends it, and never makes it)" },
-	{ .name = "lease-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, lease_ms),
-	  .min = 1, .max = INT32_MAX, .mark = SERVE,
-	  .help = "session lease in milliseconds (default 30000)" },
-	{ .name = "heartbeat-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, heartbeat_ms),
-	  .min = 1, .max = INT32_MAX, .mark = SERVE,
-	  .help = "heartbeat interval told to executors (default 2000)" },
+	SERVE_INT("lease-ms", lease_ms, 1, INT32_MAX, "N",
+	    "session lease in milliseconds (default 30000)"),
+	SERVE_INT("heartbeat-ms", heartbeat_ms, 1, INT32_MAX, "N",
+	    "heartbeat interval told to executors (default 2000)"),
 	{ .name = "incarnation", .kind = OPTK_STRING, .meta = "ID", .mark = SERVE,
 	  .off = offsetof(struct opts, incarnation),
 	  .help = "incarnation of a new store (inc- + 16 hex digits)" },
@@ -173,45 +174,31 @@ static const struct opt options[] = {
 	  .off = offsetof(struct opts, gate), .words = gate_modes,
 	  .help = "adaptive (the default): admit requests by a limit\n"
 	    "adapted from the latency of results; off: no limit" },
-	{ .name = "max-inflight", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, max_inflight),
-	  .min = 0, .max = 1000000, .mark = SERVE,
-	  .help = "a cap on that limit: past N requests in flight, answer\n"
-	    "429 with Retry-After (heartbeats and negotiations never;\n"
-	    "default 0: no cap)" },
-	{ .name = "max-rate", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, max_rate),
-	  .min = 0, .max = 1000000, .mark = SERVE,
-	  .help = "past N such requests a second (a burst of N/10), answer\n"
-	    "429 with Retry-After (default 0: no rate bound)" },
-	{ .name = "rate-wait-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, rate_wait_ms),
-	  .min = 0, .max = RATE_WAIT_MAX_MS, .mark = SERVE,
-	  .help = "a request past --max-rate whose turn comes within N ms\n"
-	    "waits for it instead of a 429 (default 0: none waits)" },
-	{ .name = "slot-wait-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, slot_wait_ms),
-	  .min = 0, .max = SLOT_WAIT_MAX_MS, .mark = SERVE,
-	  .help = "a request past the limit waits up to N ms for a place\n"
-	    "in flight before a 429 (default 250; 0: none waits)" },
-	{ .name = "retry-after", .kind = OPTK_INT, .meta = "S",
-	  .off = offsetof(struct opts, retry_after_s),
-	  .min = 1, .max = 3600, .mark = SERVE,
-	  .help = "the least Retry-After of a gated request, in seconds\n"
+	SERVE_INT("max-inflight", max_inflight, 0, 1000000, "N",
+	    "a cap on that limit: past N requests in flight, wait\n"
+	    "(--slot-wait-ms), then answer 429 with Retry-After\n"
+	    "(heartbeats and negotiations never; default 0: no cap)"),
+	SERVE_INT("max-rate", max_rate, 0, 1000000, "N",
+	    "past N such requests a second (a burst of N/10), answer\n"
+	    "429 with Retry-After (default 0: no rate bound)"),
+	SERVE_INT("rate-wait-ms", rate_wait_ms, 0, RATE_WAIT_MAX_MS, "N",
+	    "a request past --max-rate whose turn comes within N ms\n"
+	    "waits for it instead of a 429 (default 0: none waits)"),
+	SERVE_INT("slot-wait-ms", slot_wait_ms, 0, SLOT_WAIT_MAX_MS, "N",
+	    "a request past the limit waits up to N ms for a place\n"
+	    "in flight before a 429 (default 250; 0: none waits)"),
+	SERVE_INT("retry-after", retry_after_s, 1, 3600, "S",
+	    "the least Retry-After of a gated request, in seconds\n"
 	    "(default 1); a random spread over the gate's backlog\n"
-	    "is added" },
-	{ .name = "settle-after-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, settle_after_ms),
-	  .min = 0, .max = AFTER_MS_MAX, .mark = SERVE,
-	  .help = "\n"
+	    "is added"),
+	SERVE_INT("settle-after-ms", settle_after_ms, 0, AFTER_MS_MAX, "N",
+	    "\n"
 	    "N ms after a session ended, ask its executor's current\n"
-	    "session about the runs it left (default 30000)" },
-	{ .name = "abandon-after-ms", .kind = OPTK_INT, .meta = "N",
-	  .off = offsetof(struct opts, abandon_after_ms),
-	  .min = 1, .max = AFTER_MS_MAX, .mark = SERVE,
-	  .help = "\n"
+	    "session about the runs it left (default 30000)"),
+	SERVE_INT("abandon-after-ms", abandon_after_ms, 1, AFTER_MS_MAX, "N",
+	    "\n"
 	    "N ms after a session ended, abandon the runs it left\n"
-	    "that no answer settled (default 86400000, a day)" },
+	    "that no answer settled (default 86400000, a day)"),
 	{ .name = "quiet", .kind = OPTK_FLAG, .mark = SERVE,
 	  .letter = 'q', .off = offsetof(struct opts, quiet),
 	  .help = "no startup line and no request log on stderr" },
