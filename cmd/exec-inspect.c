@@ -530,9 +530,17 @@ static const struct opt options[] = {
 	OPTS_STATE("JSON Lines output (doc/json.md)"),
 };
 
+static const struct opts_only only[] = {
+	{ "ids null columns wide no-headings limit reverse since outcome failed", "list" },
+	{ "session", "lookup list" },
+	{ "stderr follow", "logs" },
+	{ "output", "metrics" },
+};
+
 static const struct opts_spec spec = {
 	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
-	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 17,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .only = OPTS_TABLE(only),
+	.cmds_column = 17,
 };
 
 
@@ -563,37 +571,22 @@ check_operands(int argc, char **argv, struct opts *o)
 	return check_options(o);
 }
 
-/* Which commands take which options. */
+/* What the options mean together, beyond which commands take them (only[]). */
 static int
 check_options(const struct opts *o)
 {
-	bool list = o->cmd->run == cmd_list, logs = o->cmd->run == cmd_logs;
-	bool metrics = o->cmd->run == cmd_metrics;
-
-	if (o->session && !list && o->cmd->run != cmd_lookup)
-		return cli_usage_error(PROG, "--session goes with lookup and list only");
-	if ((o->columns || o->since_ms >= 0 || o->outcome || o->failed) && !list)
-		return cli_usage_error(PROG, "-o, --since, --outcome and --failed go with list only");
 	if ((o->outcome || o->failed) && !inspect_list_has_outcome(o->arg))
 		return cli_usage_error(PROG, "%s goes with list retained, refused, orphaned, "
 		    "receipts or all (list %s has no outcome)", o->outcome ? "--outcome" : "--failed",
 		    o->arg);
-	if ((o->limit || o->reverse) && !list)
-		return cli_usage_error(PROG, "--limit and --reverse go with list only");
-	if ((o->columns || o->wide || o->no_headings) && (!list || o->ids || o->json))
+	if ((o->columns || o->wide || o->no_headings) && (o->ids || o->json))
 		return cli_usage_error(PROG, "-o, -w and --no-headings go with list's table, not with "
 		    "--ids, -0 or --json");
-	if ((o->err || o->follow) && !logs)
-		return cli_usage_error(PROG, "--stderr and -f go with logs only");
-	if (logs && o->json)
+	if (o->cmd->run == cmd_logs && o->json)
 		return cli_usage_error(PROG, "logs prints the output itself; --json does not go with it");
-	if (o->ids && !list)
-		return cli_usage_error(PROG, "--ids and -0 go with list only");
 	if (o->ids && o->json)
 		return cli_usage_error(PROG, "--ids or -0 and --json exclude each other");
-	if (o->output && !metrics)
-		return cli_usage_error(PROG, "--output goes with metrics only");
-	if (o->json && metrics)
+	if (o->json && o->cmd->run == cmd_metrics)
 		return cli_usage_error(PROG, "metrics writes Prometheus text; for JSON use 'summary --json'");
 	return 0;
 }

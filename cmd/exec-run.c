@@ -468,9 +468,19 @@ static const struct opt options[] = {
 	OPTS_STATE("JSON Lines output (doc/json.md)"),
 };
 
+/* supervise's own options are those start passes its supervisors
+ * (supspawn.c). */
+static const struct opts_only only[] = {
+	{ "wait confirmed log-fd", "start" },
+	{ "chain ended-fifo", "start supervise" },
+	{ "ready-fd log-stamps", "supervise" },
+	{ "session", "cancel" },
+	{ "timeout-ms", "wait" },
+};
+
 static const struct opts_spec spec = {
 	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
-	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands),
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .only = OPTS_TABLE(only),
 };
 
 /* The RUN_ID operands: exactly one (supervise), one or more (cancel), or
@@ -537,12 +547,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return rc;
 	if ((rc = check_ids(argc, argv, o)) != 0)
 		return rc;
-	if (o->session && o->cmd->run != cmd_cancel)
-		return cli_usage_error(PROG, "--session goes with cancel only");
-	if (o->log_fd >= 0 && (o->cmd->run != cmd_start || o->wait))
+	if (o->log_fd >= 0 && o->wait)
 		return cli_usage_error(PROG, "--log-fd goes with start, without --wait");
-	if (o->ended_fifo && o->cmd->run != cmd_start && o->cmd->run != cmd_supervise)
-		return cli_usage_error(PROG, "--ended-fifo goes with start");
 	if (o->ended_fifo && o->cmd->run == cmd_start && !supspawn_is_fifo(ended_path(o)))
 		return cli_usage_error(PROG, "--ended-fifo %.200s: not a fifo", o->ended_fifo);
 	if (o->log_fd >= 0 && fcntl((int)o->log_fd, F_GETFD) < 0)

@@ -659,10 +659,15 @@ complete_columns(FILE *f)
 		fprintf(f, "%s%s", *c, c[1] ? " " : "\n");
 }
 
+static const struct opts_only only[] = {
+	{ "dispatcher adopt enroll-token-file", "open" },
+	{ "current ids columns wide utc", "show" },
+};
+
 static const struct opts_spec spec = {
 	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
-	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 13,
-	.complete_more = complete_columns,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .only = OPTS_TABLE(only),
+	.cmds_column = 13, .complete_more = complete_columns,
 };
 
 static int
@@ -685,18 +690,12 @@ parse_args(int argc, char **argv, struct opts *o)
 	o->arg = argv[optind];
 	if (o->cmd->run == cmd_open && !o->dispatcher)
 		return cli_usage_error(PROG, "open needs --dispatcher URL");
-	if (o->cmd->run != cmd_open && o->dispatcher)
-		return cli_usage_error(PROG, "--dispatcher goes with open only");
-	if (o->cmd->run != cmd_open && (o->adopt || o->enroll_file))
-		return cli_usage_error(PROG, "--adopt and --enroll-token-file go with open only");
 	if (!o->enroll_file && o->cmd->run == cmd_open) {
 		o->enroll_file = getenv("EXEC_ENROLL_TOKEN_FILE");
 		o->enroll_env = o->enroll_file && *o->enroll_file;
 		if (!o->enroll_env)
 			o->enroll_file = NULL;
 	}
-	if ((o->current || o->ids || o->utc || o->columns || o->wide) && o->cmd->run != cmd_show)
-		return cli_usage_error(PROG, "--current, --ids, --utc, -o and -w go with show only");
 	if ((o->ids || o->columns || o->wide) && o->json)
 		return cli_usage_error(PROG, "--ids, -o and -w go with the table, not with --json");
 	if (o->ids && o->columns)

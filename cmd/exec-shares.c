@@ -270,9 +270,14 @@ static const struct opt options[] = {
 	OPTS_STATE("JSON Lines output (doc/json.md)"),
 };
 
+static const struct opts_only only[] = {
+	{ "destination", "show" },
+};
+
 static const struct opts_spec spec = {
 	.prog = PROG, .usage_head = USAGE_HEAD, .usage_tail = USAGE_TAIL,
-	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .cmds_column = 25,
+	.opts = OPTS_TABLE(options), .cmds = OPTS_TABLE(commands), .only = OPTS_TABLE(only),
+	.cmds_column = 25,
 };
 
 static int
@@ -285,8 +290,6 @@ parse_args(int argc, char **argv, struct opts *o)
 		return rc;
 	if ((rc = opts_command(&spec, argc, argv, &o->cmd)) != 0)
 		return rc;
-	if (o->destination && o->cmd->run != cmd_show)
-		return cli_usage_error(PROG, "--destination applies to show only");
 	o->operands = argv + optind;
 	o->noperands = argc - optind;
 	return o->cmd->check(o);

@@ -11,6 +11,10 @@
 #define HELP_COLUMN 25
 #define OPTS_MAX 64
 
+/* The rows opts_parse() took, for opts_command()'s check of .cmds: one
+ * command line per process, as getopt's optind. */
+static bool taken[OPTS_MAX];
+
 static void *
 field(void *o, const struct opt *r)
 {
@@ -105,6 +109,90 @@ by_letter(const struct opts_spec *s, int c)
 	return NULL;
 }
 
+/* The words of a list apart by blanks into w (at most n - 1 of them,
+ * NULL-ended), copied into buf. */
+static const char *const *
+split_words(const char *list, char *buf, size_t size, const char **w, size_t n)
+{
+	size_t k = 0;
+	char *p;
+
+	snprintf(buf, size, "%s", list);
+	for (p = strtok(buf, " "); p && k + 1 < n; p = strtok(NULL, " "))
+		w[k++] = p;
+	w[k] = NULL;
+	return w;
+}
+
+static bool
+in_list(const char *word, const char *list)
+{
+	const char *w[OPTS_MAX];
+	char buf[1024];
+
+	return text_word_in(word, split_words(list, buf, sizeof buf, w, OPTS_MAX));
+}
+
+/* The .only entry that keeps row r to some commands, or NULL. */
+static const struct opts_only *
+only_of(const struct opts_spec *s, const struct opt *r)
+{
+	size_t i;
+
+	for (i = 0; i < s->nonly; i++)
+		if (in_list(r->name, s->only[i].opts))
+			return &s->only[i];
+	return NULL;
+}
+
+static bool
+goes_with(const struct opts_spec *s, const struct opt *r, const char *cmd)
+{
+	const struct opts_only *k = only_of(s, r);
+
+	return !k || in_list(cmd, k->cmds);
+}
+
+/* Every name in .only is an option and a command of the tables: a table
+ * that names what is not there is a programming error. */
+static void
+check_only(const struct opts_spec *s)
+{
+	const char *w[OPTS_MAX];
+	char buf[1024];
+	size_t i, j, k;
+
+	for (i = 0; i < s->nonly; i++) {
+		split_words(s->only[i].opts, buf, sizeof buf, w, OPTS_MAX);
+		for (j = 0; w[j]; j++) {
+			for (k = 0; k < s->nopts && strcmp(s->opts[k].name, w[j]) != 0; k++)
+				;
+			if (k == s->nopts)
+				abort();
+		}
+		split_words(s->only[i].cmds, buf, sizeof buf, w, OPTS_MAX);
+		for (j = 0; w[j]; j++)
+			if (!cli_find_command(w[j], s->cmds, s->ncmds))
+				abort();
+	}
+}
+
+/* Every option taken goes with cmd: 0, or the usage error. */
+static int
+check_taken(const struct opts_spec *s, const struct cli_command *cmd)
+{
+	const char *w[OPTS_MAX];
+	char buf[1024], list[256];
+	size_t i;
+
+	for (i = 0; i < s->nopts; i++)
+		if (taken[i] && !goes_with(s, &s->opts[i], cmd->name))
+			return cli_usage_error(s->prog, "--%s goes with %s only", s->opts[i].name,
+			    text_join(list, sizeof list, split_words(only_of(s, &s->opts[i])->cmds,
+				buf, sizeof buf, w, OPTS_MAX)));
+	return 0;
+}
+
 int
 opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
 {
@@ -115,7 +203,9 @@ opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
 
 	if (s->nopts > OPTS_MAX)
 		abort();   /* a table larger than this file allows: a programming error */
+	check_only(s);
 	getopt_tables(s, lo, shorts);
+	memset(taken, 0, sizeof taken);
 	opterr = 0;   /* cli_bad_option() says it, once */
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		r = c >= 0x100 ? &s->opts[c - 0x100] : by_letter(s, c);
@@ -123,6 +213,7 @@ opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
 			return cli_bad_option(s->prog, argv);
 		if ((rc = take(s, r, optarg, o)) != 0)
 			return rc;
+		taken[r - s->opts] = true;
 		if (s->seen && (rc = s->seen(o, r)) != 0)
 			return rc;
 	}
@@ -140,7 +231,7 @@ opts_command(const struct opts_spec *s, int argc, char **argv, const struct cli_
 	if (!(*cmd = cli_find_command(argv[optind], s->cmds, s->ncmds)))
 		return cli_unknown_command(s->prog, argv[optind], s->cmds, s->ncmds);
 	optind++;
-	return 0;
+	return check_taken(s, *cmd);
 }
 
 /* "left" and then help's lines from column col: on the same line after two
@@ -272,22 +363,34 @@ spelling_data(FILE *f, const char *tool, const char *name, const struct opt *r, 
 		    (long long)r->max, r->word ? " " : "", r->word ? r->word : "");
 }
 
-/* The options: "opts TOOL" (long ones first, in the table's order, then
- * the short ones), and each one's lines. */
+/* "opts PATH": the options that go with command cmd (NULL: all of them),
+ * the long ones first, in the table's order, then the short ones. */
+static void
+opts_line(FILE *f, const struct opts_spec *s, const char *path, const char *cmd)
+{
+	const char *sep = "";
+	size_t i;
+
+	fprintf(f, "opts\t%s\t", path);
+	for (i = 0; i < s->nopts; i++)
+		if (s->opts[i].kind != OPTK_COMPLETION && (!cmd || goes_with(s, &s->opts[i], cmd))) {
+			fprintf(f, "%s--%s", sep, s->opts[i].name);
+			sep = " ";
+		}
+	for (i = 0; i < s->nopts; i++)
+		if (s->opts[i].letter && (!cmd || goes_with(s, &s->opts[i], cmd)))
+			fprintf(f, " -%c", s->opts[i].letter);
+	fputc('\n', f);
+}
+
+/* The options: "opts TOOL", and each one's lines. */
 static void
 options_data(FILE *f, const struct opts_spec *s)
 {
 	char desc[256], name[64];
 	size_t i;
 
-	fprintf(f, "opts\t%s\t", s->prog);
-	for (i = 0; i < s->nopts; i++)
-		if (s->opts[i].kind != OPTK_COMPLETION)
-			fprintf(f, "%s--%s", i ? " " : "", s->opts[i].name);
-	for (i = 0; i < s->nopts; i++)
-		if (s->opts[i].letter)
-			fprintf(f, " -%c", s->opts[i].letter);
-	fputc('\n', f);
+	opts_line(f, s, s->prog, NULL);
 	for (i = 0; i < s->nopts; i++) {
 		const struct opt *r = &s->opts[i];
 
@@ -305,9 +408,11 @@ options_data(FILE *f, const struct opts_spec *s)
 }
 
 /* A command table at path: "cmds PATH", and each command's args, words,
- * desc, and its own subcommands. */
+ * desc, and its own subcommands; when some options go with some commands
+ * only, "opts PATH" for each, those of its first word (top, or its own). */
 static void
-commands_data(FILE *f, const char *path, const struct cli_command *c, size_t n)
+commands_data(FILE *f, const struct opts_spec *s, const char *path, const char *top,
+    const struct cli_command *c, size_t n)
 {
 	char sub[256], desc[256];
 	size_t i;
@@ -317,6 +422,8 @@ commands_data(FILE *f, const char *path, const struct cli_command *c, size_t n)
 		fprintf(f, "%s%s", c[i].name, i + 1 < n ? " " : "\n");
 	for (i = 0; i < n; i++) {
 		snprintf(sub, sizeof sub, "%s %s", path, c[i].name);
+		if (s->nonly)
+			opts_line(f, s, sub, top ? top : c[i].name);
 		if (c[i].args)
 			fprintf(f, "args\t%s\t%s\n", sub, c[i].args);
 		if (c[i].words) {
@@ -326,7 +433,7 @@ commands_data(FILE *f, const char *path, const struct cli_command *c, size_t n)
 		if (c[i].help && *describe(desc, sizeof desc, c[i].help))
 			fprintf(f, "desc\t%s\t%s\n", sub, desc);
 		if (c[i].sub)
-			commands_data(f, sub, c[i].sub, c[i].nsub);
+			commands_data(f, s, sub, top ? top : c[i].name, c[i].sub, c[i].nsub);
 	}
 }
 
@@ -337,7 +444,7 @@ opts_completion(FILE *f, const struct opts_spec *s)
 	if (s->args)
 		fprintf(f, "args\t%s\t%s\n", s->prog, s->args);
 	if (s->cmds)
-		commands_data(f, s->prog, s->cmds, s->ncmds);
+		commands_data(f, s, s->prog, NULL, s->cmds, s->ncmds);
 	if (s->complete_more)
 		s->complete_more(f);
 }

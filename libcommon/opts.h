@@ -51,7 +51,7 @@ struct opt {
 	int (*parse)(const char *arg, int64_t *v);   /* OPTK_PARSED: 0 or -1 */
 	const char *want;           /* what valid or parse wants, for the message */
 	int (*call)(void *o, const char *arg);
-	unsigned mark;              /* the tool's own: e.g. which commands take it */
+	unsigned mark;              /* the tool's own: e.g. server's or submit's */
 };
 
 /* Rows, named after their kind; FIELD is a member of the tool's struct opts. */
@@ -95,6 +95,13 @@ struct opt {
 	{ .name = "completion-helper", .kind = OPTK_COMPLETION }
 #define OPTS_STATE(JSON_HELP) OPTS_JSON(JSON_HELP), OPTS_STATE_DIR, OPTS_COMMON
 
+/* Options that go with some commands only: their long names and the
+ * commands' names, each a list apart by blanks ("since limit", "list"). */
+struct opts_only {
+	const char *opts;
+	const char *cmds;
+};
+
 /* A tool's command line: its name, its --help around the options, its
  * options and its commands (cli.h; none for a tool without). */
 struct opts_spec {
@@ -107,6 +114,8 @@ struct opts_spec {
 	size_t nopts;
 	const struct cli_command *cmds;
 	size_t ncmds;
+	const struct opts_only *only;   /* which options go with which commands only */
+	size_t nonly;
 	int help_column;            /* where an option's help begins (0: 25) */
 	int cmds_column;            /* where a command's help begins under "Commands:";
 	                             * 0: no such block */
@@ -120,8 +129,8 @@ struct opts_spec {
 	void (*complete_more)(FILE *f);
 };
 
-/* A table and its length, for .opts and .cmds (the length initializes the
- * member after: .nopts, .ncmds). */
+/* A table and its length, for .opts, .cmds and .only (the length
+ * initializes the member after: .nopts, .ncmds, .nonly). */
 #define OPTS_TABLE(t) (t), sizeof (t) / sizeof (t)[0]
 
 /* Parse the options of argv (from optind) into o by spec's table, up to
@@ -135,8 +144,10 @@ struct opts_spec {
 int opts_parse(const struct opts_spec *spec, int argc, char **argv, void *o);
 
 /* The command word at argv[optind], of spec's table, into *cmd, and optind
- * past it: 0; else EK_USAGE, reported: "missing command (a, b or c)", or
- * an unknown word with the most similar commands (cli_unknown_command()). */
+ * past it: 0; else EK_USAGE, reported: "missing command (a, b or c)", an
+ * unknown word with the most similar commands (cli_unknown_command()), or
+ * "--NAME goes with a or b only" for an option opts_parse() took that
+ * spec's .only keeps to other commands. */
 int opts_command(const struct opts_spec *spec, int argc, char **argv,
     const struct cli_command **cmd);
 

@@ -38,7 +38,9 @@ bad_option() {
 	bad_option exec-inspect --help=yes
 	assert_equal "${stderr_lines[0]}" "exec-inspect: option '--help' doesn't allow an argument"
 	bad_option exec-loop --slots
-	assert_equal "${stderr_lines[0]}" "exec-loop: --slots needs a number"
+	assert_equal "${stderr_lines[0]}" "exec-loop: option '--slots' requires an argument"
+	bad_option exec-loop --no-adopt=yes
+	assert_equal "${stderr_lines[0]}" "exec-loop: option '--no-adopt' doesn't allow an argument"
 }
 
 @test "-V is --version for every tool, and --help lists it" {
@@ -174,8 +176,9 @@ as_list() {
 
 # --- the option tables (libcommon/opts.c) -------------------------------------
 
-# The tools whose options are a table: every one but the bash exec-loop.
-TABLE_TOOLS=${TOOLS/exec-loop/}
+# The tools whose options are a table: every one, the bash exec-loop too
+# (its opt() rows).
+TABLE_TOOLS=$TOOLS
 
 # helper TOOL WHAT: the KEY<TAB>VALUE of TOOL --completion-helper's WHAT lines.
 helper() {
@@ -184,7 +187,7 @@ helper() {
 
 # table_options TOOL: the options TOOL's table has, one a line, sorted.
 table_options() {
-	helper "$1" opts | cut -f2 | tr ' ' '\n' | LC_ALL=C sort
+	helper "$1" opts | awk -F '\t' -v t="$1" '$1 == t { print $2 }' | tr ' ' '\n' | LC_ALL=C sort
 }
 
 @test "every number option: a value out of its bounds or no number at all, one message in every tool" {
@@ -250,6 +253,50 @@ table_options() {
 		bad_option $t "$opt" 30
 		assert_equal "${stderr_lines[0]}" "$t: $opt: '30' is not an age with its unit, like 30d, 12h, 90m or 3600s"
 	done
+}
+
+# a_value DATA TOOL OPT: a value OPT takes, when it takes one, by TOOL's
+# completion DATA: its lower bound, its first word, or one its
+# metavariable describes.
+a_value() {
+	awk -F '\t' -v k="$2 $3" '
+	$2 != k { next }
+	$1 == "takes" { takes = 1 }
+	$1 == "bounds" || $1 == "words" { split($3, v, " "); if (val == "") val = v[1] }
+	$1 == "meta" { meta = $3 }
+	END {
+		if (!takes) exit
+		if (meta == "URL") val = "http://127.0.0.1:9"
+		if (meta == "AGE") val = "1d"
+		print val == "" ? "x" : val
+	}' <<<"$1"
+}
+
+@test "an option that goes with some commands only: refused with any other, in the table's words" {
+	local t data path cmd opts opt v n=0 m=0
+	for t in $TABLE_TOOLS; do
+		data=$("$t" --completion-helper)
+		while IFS=$'\t' read -r _ path opts; do
+			[[ $path == "$t "* && $path != "$t "*" "* ]] || continue
+			cmd=${path#"$t "}
+			for opt in $(table_options "$t" | grep -- '^--'); do
+				[[ $opt != --help && $opt != --version ]] || continue
+				v=$(a_value "$data" "$t" "$opt")
+				run --separate-stderr "$t" "$opt" ${v:+"$v"} "$cmd"
+				if [[ " $opts " == *" $opt "* ]]; then
+					m=$((m + 1))
+					[[ $stderr != *"$opt goes with "*" only"* ]] || fail "$t $opt $cmd: $stderr"
+				else
+					n=$((n + 1))
+					[ "$status" -eq "$EK_USAGE" ] || fail "$t $opt $cmd: exit $status"
+					[[ ${stderr%%$'\n'*} =~ ^$t:\ $opt\ goes\ with\ [a-z]+(,\ [a-z]+)*(\ or\ [a-z]+)?\ only$ ]] ||
+						fail "$t $opt $cmd: $stderr"
+				fi
+			done
+		done < <(grep '^opts	' <<<"$data")
+	done
+	[ "$n" -ge 60 ] || fail "only $n options refused with a command"
+	[ "$m" -ge 100 ] || fail "only $m options taken with a command"
 }
 
 @test "--help lists every option of the table, and no other" {

@@ -51,6 +51,26 @@ sorted() { LC_ALL=C sort; }
 	done
 }
 
+@test "after a command, only the options that go with it are offered, in bash, zsh and fish" {
+	run complete_words exec-inspect logs --s
+	assert_output "$(printf '%s\n' --stderr --state-dir)"
+	run complete_words exec-inspect list --s
+	assert_output "$(printf '%s\n' --since --session --state-dir)"
+	run complete_words exec-inspect --s             # no command yet: all of them
+	assert_output "$(printf '%s\n' --since --session --stderr --state-dir)"
+	run complete_words exec-shares capacity show --d   # a subcommand: its command's
+	assert_output ''
+	run complete_words exec-shares show --d
+	assert_output --destination
+	need_zsh_fish
+	run both exec-inspect logs --s
+	assert_output "$(want --stderr --state-dir)"
+	run both exec-run wait --
+	assert_output "$(want --slots --budget-ms --grace-ms --max-output --output-quota --timeout-ms \
+		--isolation --guest-user --guest-writable --guest-network --allow-hook --require-isolation \
+		--json --state-dir --help --version)"
+}
+
 @test "subcommands and their subcommands come from the command tables, list kinds from inspect.c" {
 	run complete_words exec-session ''
 	assert_output "$(printf '%s\n' open heartbeat close show report adopt backup compact)"
