@@ -64,7 +64,7 @@ cancel_one(struct state *st, const struct opts *o, const char *run_id, struct ek
 	crash_point("cancel-marked");
 	if (v == CANCEL_QUEUED) {
 		rc = result_choose(st, r.run_id, &r.b, "cancelled", 128 + SIGTERM, -1, "cancelled", NULL,
-		    o->budget_ms + DELIVER_CLAIM_SLACK_MS, &won, e);
+		    o->budget_ms + DELIVER_CLAIM_SLACK_MS, NULL, &won, e);
 		if (rc == 0)
 			rc = cancel_queued(st, o, &r, e);
 	} else {

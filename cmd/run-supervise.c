@@ -139,17 +139,24 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	struct ek_err undelivered = { 0 };
 	struct db_wait w;
 	struct result res;
+	json_t *left = json_array();
 	bool won;
 	int code;
 
 	outcome_describe(end, r->program, r->timeout_ms, &outcome, &code, msg, sizeof msg);
+	if (!left)
+		return ek_fail(e, EK_OSERR, "out of memory");
+	/* The guest has ended: its run leaves its share dimensions in the
+	 * result's commit. */
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
 	    msg, end->why == GUEST_NOT_RUN ? NULL : dropped, o->budget_ms + DELIVER_CLAIM_SLACK_MS,
-	    &won, e) < 0)
-		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e))
+	    left, &won, e) < 0)
+		if (!svlog_wait_again(st, &w, PROG, r->run_id, "result", e)) {
+			json_decref(left);
 			return -1;
+		}
 	/* Counted by the loop, logged or not: told before the delivery, so
 	 * that a result the dispatcher has is already counted. */
 	if (o->ended_fifo)
@@ -158,8 +165,9 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	 * next run's start marker in a chain, else the close (lifecycle.h). */
 	if (run_commits(st, RUN_LAZY, e) < 0)
 		ek_clear(e);
-	if (shares_leave(st, r->run_id, 0, NULL, e) < 0)
-		ek_report(PROG, e);   /* not fatal: deleting the execution row leaves too */
+	if (shares_left(st, r->run_id, left, 0, NULL, e) < 0)
+		ek_report(PROG, e);   /* not fatal: the others' files catch up at their next publish */
+	json_decref(left);
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)
 		undelivered = *e;
 	db_wait_begin(&st->db, &w);

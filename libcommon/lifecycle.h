@@ -31,7 +31,9 @@
  *                                                   chosen, slot-bounded and marked in one commit)
  *   started     started     run_set_guest()         after-spawn
  *   started     result      result_choose()         result-chosen / retained (born claimed by
- *                                                   its chooser, who delivers it next)
+ *                                                   its chooser, who delivers it next; the
+ *                                                   run leaves its share dimensions in the
+ *                                                   same commit)
  *   queued      result      result_choose()         (cancel before start; claimed likewise;
  *                                                   of two cancels, the one that chooses second
  *                                                   finds the row or its receipt and loses)
@@ -69,7 +71,7 @@
  * Synced commits of the supervisor path (exec-run supervise): only two
  * are durable, synced before the supervisor goes on — start-marker (before
  * the spawn) and retained (before the first send).  The rest (after-spawn,
- * the share leave, claimed, attempt-counted, after-release, after-report's
+ * claimed, attempt-counted, after-release, after-report's
  * row delete) are lazy, run_commits(): atomic and kept through a kill -9 at
  * any point, so every crash point holds as drilled; the next durable commit
  * syncs them (a chain's next start marker, else the close).  A power loss

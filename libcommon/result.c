@@ -8,6 +8,7 @@
 #include "jsonout.h"
 #include "proc.h"
 #include "result.h"
+#include "shares.h"
 
 /* The request body, built once and stored; every attempt sends these bytes. */
 static char *
@@ -73,7 +74,7 @@ insert_result(struct state *st, const char *run_id, const struct binding *b, con
 int
 result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    const int64_t dropped[2], int64_t claim_ms, bool *won, struct ek_err *e)
+    const int64_t dropped[2], int64_t claim_ms, json_t *left, bool *won, struct ek_err *e)
 {
 	char msg[RESULT_MESSAGE_MAX + 1];
 	int64_t now = now_ms();
@@ -92,11 +93,16 @@ result_choose(struct state *st, const char *run_id, const struct binding *b,
 	rc = insert_result(st, run_id, b, outcome, exit_code, wait_status, msg, dropped, body, now,
 	    claim_ms, e);
 	free(body);
+	if (rc >= 0)
+		*won = sqlite3_changes(st->db.h) == 1;
+	if (rc >= 0 && left) {
+		json_array_clear(left);   /* from an attempt that rolled back */
+		rc = shares_leave_in(st, run_id, left, e);
+	}
 	if (rc < 0) {
 		db_rollback(&st->db);
 		return -1;
 	}
-	*won = sqlite3_changes(st->db.h) == 1;
 	crash_point("result-chosen");
 	if (db_commit(&st->db, e) < 0)
 		return -1;

@@ -51,10 +51,13 @@ struct result {
  * next keeps a pass from taking it in between (0: unclaimed).  Commit
  * points result-chosen (before the commit) and retained (after).
  * dropped: bytes of stdout and stderr dropped past the capture bound, kept
- * beside the result (schema step 15); NULL when no guest output was read. */
+ * beside the result (schema step 15); NULL when no guest output was read.
+ * left: NULL, or (its guest has ended) the run leaves its share dimensions
+ * in the same commit, their names appended to left for shares_left():
+ * one transaction a run, not two (shares.h). */
 int result_choose(struct state *st, const char *run_id, const struct binding *b,
     const char *outcome, int exit_code, int wait_status, const char *message,
-    const int64_t dropped[2], int64_t claim_ms, bool *won, struct ek_err *e);
+    const int64_t dropped[2], int64_t claim_ms, json_t *left, bool *won, struct ek_err *e);
 
 /* Load the retained result of run_id: 1 found, 0 none, -1 error. */
 int result_load(struct state *st, const char *run_id, struct result *r, struct ek_err *e);

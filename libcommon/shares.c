@@ -612,9 +612,8 @@ shares_join(struct state *st, const char *run_id, json_t *policy, int flags,
 	return shares_publish_joined(st, run_id, policy, flags, note, e);
 }
 
-/* The dimensions of run_id, then its memberships deleted (caller's write). */
-static int
-delete_members(struct state *st, const char *run_id, json_t *dims, struct ek_err *e)
+int
+shares_leave_in(struct state *st, const char *run_id, json_t *left, struct ek_err *e)
 {
 	sqlite3_stmt *q = db_prep(&st->db, "SELECT dimension FROM share_members WHERE run_id = ?1", e);
 	int rc;
@@ -623,7 +622,7 @@ delete_members(struct state *st, const char *run_id, json_t *dims, struct ek_err
 		return -1;
 	db_bind_text(q, 1, run_id);
 	while ((rc = db_step(&st->db, q, e)) == 1)
-		json_array_append_new(dims, json_string((const char *)sqlite3_column_text(q, 0)));
+		json_array_append_new(left, json_string((const char *)sqlite3_column_text(q, 0)));
 	db_done(&st->db, q);
 	if (rc < 0 || !(q = db_prep(&st->db, "DELETE FROM share_members WHERE run_id = ?1", e)))
 		return -1;
@@ -632,27 +631,12 @@ delete_members(struct state *st, const char *run_id, json_t *dims, struct ek_err
 }
 
 int
-shares_leave(struct state *st, const char *run_id, int flags, struct shares_note *note,
-    struct ek_err *e)
+shares_left(struct state *st, const char *run_id, json_t *left, int flags,
+    struct shares_note *note, struct ek_err *e)
 {
-	json_t *dims = json_array();
-	int rc;
-
-	if (!run_id_valid(run_id)) {
-		json_decref(dims);
+	if (!run_id_valid(run_id))
 		return ek_fail(e, EK_USAGE, "'%.200s' is not a valid run id", run_id);
-	}
-	rc = db_begin_write(&st->db, e);
-	if (rc == 0 && delete_members(st, run_id, dims, e) < 0) {
-		db_rollback(&st->db);
-		rc = -1;
-	} else if (rc == 0) {
-		rc = db_commit(&st->db, e);
-	}
-	if (rc == 0 && !(flags & SHARES_NO_PUBLISH))
-		rc = publish(st, dims, run_id, true, note, e);
-	json_decref(dims);
-	return rc;
+	return flags & SHARES_NO_PUBLISH ? 0 : publish(st, left, run_id, true, note, e);
 }
 
 /* Upsert the capacity (the trigger bumps the generation), then read the

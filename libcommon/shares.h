@@ -94,11 +94,14 @@ int shares_join_in(struct state *st, const char *run_id, json_t *policy, struct 
 int shares_publish_joined(struct state *st, const char *run_id, json_t *policy, int flags,
     struct shares_note *note, struct ek_err *e);
 
-/* Leave every dimension in one write transaction, publish the remaining
- * members of those dimensions and remove the run's limits file.  A run
- * that is not a member: nothing to do, 0. */
-int shares_leave(struct state *st, const char *run_id, int flags, struct shares_note *note,
-    struct ek_err *e);
+/* Leaving, in two steps as joining: the memberships deleted (in the
+ * caller's write: result_choose() leaves in its commit; 0 or -1), their
+ * dimensions appended to left; then, after the commit, the remaining
+ * members of those dimensions published and the run's limits file
+ * removed.  A run that was no member: nothing to do, 0. */
+int shares_leave_in(struct state *st, const char *run_id, json_t *left, struct ek_err *e);
+int shares_left(struct state *st, const char *run_id, json_t *left, int flags,
+    struct shares_note *note, struct ek_err *e);
 
 /* Set the capacity of dimension (SHARE_UNLIMITED removes it) in one write
  * transaction; *generation (may be NULL) gets the dimension's generation.

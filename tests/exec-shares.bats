@@ -372,6 +372,22 @@ sums_ok() {
 	[ "$(sql "SELECT members || ':' || total_weight FROM share_dims WHERE dimension = 'dest:a'")" = "0:0" ]
 }
 
+@test "a run leaves its dimensions in its result's commit: both or neither, one transaction" {
+	submit_and_accept "$(spec c1 /bin/true '[]' '"policy":{"destinations":["a"]}')" \
+		"$(spec c2 /bin/true '[]' '"policy":{"destinations":["a"]}')"
+	# killed before the result's commit: no result, still a member
+	run env EXEC_CRASH_AT=result-chosen exec-run supervise c1
+	[ "$status" -eq 137 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE run_id = 'c1'")" = 0 ]
+	[ "$(sql "SELECT count(*) FROM share_members WHERE run_id = 'c1'")" = 2 ]
+	# killed right after it: the result retained, and no membership left
+	run env EXEC_CRASH_AT=retained exec-run supervise c2
+	[ "$status" -eq 137 ]
+	[ "$(sql "SELECT count(*) FROM results WHERE run_id = 'c2'")" = 1 ]
+	[ "$(sql "SELECT count(*) FROM share_members WHERE run_id = 'c2'")" = 0 ]
+	[ "$(sql "SELECT members FROM share_dims WHERE dimension = 'dest:a'")" = 1 ]   # c1's
+}
+
 @test "capacity show, list, and usage errors" {
 	exec-shares capacity set executor 1000 >/dev/null
 	start_runs "$(sleeper s1 '"destinations":["a"],"weight":0.5')" "$(sleeper s2 '')"
