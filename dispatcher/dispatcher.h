@@ -371,6 +371,11 @@ int store_begin(struct ek_err *e);
 /* store_begin() if nothing holds the store now; 1 if something does (a
  * write, a group commit's sync), without waiting for it. */
 int store_begin_now(struct ek_err *e);
+/* Lock the store and begin a write that expires no lease, for one that
+ * reads no session (flight_persist()): now as store_begin_now(), else
+ * waiting as store_begin().  0, 1 (now: the store is held), or -1 (e
+ * filled, unlocked).  Ended by store_end(). */
+int store_begin_plain(bool now, struct ek_err *e);
 /* Lock the store and begin a read: one snapshot, no write lock, no
  * expiry written (queries read lapsed leases through SESSION_STATUS).
  * 0, or -1 (e filled, unlocked).  Ended by store_end() as a write is. */

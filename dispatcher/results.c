@@ -268,15 +268,14 @@ batch_record(struct pending *b)
 		p->status = batch_one(p);
 		if (sqlite3_get_autocommit(dsp.store.db.h) != 0) {   /* SQLite ended it */
 			batch_fail(b, &p->rq->e);
-			pthread_mutex_unlock(&dsp.store.mu);
+			store_end(false, &lead->e);   /* and so must the store: unlocked, no write open */
 			return;
 		}
 	}
 	if ((f = fault_take_at("/store/commit")).kind == F_DELAY)
 		nap(f.delay_ms, NULL);
-	if (db_commit(&dsp.store.db, &lead->e) < 0)
+	if (store_end(true, &lead->e) < 0)
 		batch_fail(b, &lead->e);
-	pthread_mutex_unlock(&dsp.store.mu);
 }
 
 /* Queue p, and wait until a batch holding it is committed; its status.
@@ -406,21 +405,16 @@ void
 flight_persist(const char *run_id, int n)
 {
 	struct ek_err e = { 0 };
+	int r;
 
 	/* One report alone waits for no commit under way (its batch's
 	 * report_insert() notes it then): waiting here would keep it out of
 	 * the batch that is gathering meanwhile. */
-	if (n > 1)
-		pthread_mutex_lock(&dsp.store.mu);
-	else if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+	if ((r = store_begin_plain(n <= 1, &e)) == 1)
 		return;
-	if (db_begin_write(&dsp.store.db, &e) == 0 &&
-	    sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND max_in_flight<?",
-	    "isi", (int64_t)n, run_id, (int64_t)n) == 0)
-		db_commit(&dsp.store.db, &e);
-	else
-		db_rollback(&dsp.store.db);
-	pthread_mutex_unlock(&dsp.store.mu);
+	if (r == 0)
+		store_end(sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND"
+		    " max_in_flight<?", "isi", (int64_t)n, run_id, (int64_t)n) == 0, &e);
 	if (e.msg[0])
 		say("%s: max_in_flight: %s", run_id, e.msg);
 }

@@ -25,10 +25,10 @@
  * it (asks.c: settle_ask(), which a heartbeat runs in its transaction);
  * an answer's endpoint is here: h_inspection_answer() records the answer
  * as inspections.c does and then settles on it, in one transaction;
- * settle_sweep() runs once a second from main.
+ * settle_sweep() runs once a second from main, in a transaction of the
+ * store's own (store_begin(): no request, so no answer to give).
  */
 #include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -178,16 +178,14 @@ settle_ask_all(struct ek_err *e)
 void
 settle_sweep(void)
 {
-	struct req rq;
-	int status = 0;
+	struct ek_err e = { 0 };
+	int rc;
 
-	memset(&rq, 0, sizeof rq);
-	snprintf(rq.method, sizeof rq.method, "SWEEP");
-	snprintf(rq.path, sizeof rq.path, "settlement");
-	if (tx_begin(&rq) == 0) {
-		if (settle_abandon(&rq.e, now_ms()) < 0 || settle_ask_all(&rq.e) < 0)
-			status = internal(&rq);
-		tx_end(&rq, status);
+	if ((rc = store_begin(&e)) == 0) {
+		rc = settle_abandon(&e, now_ms()) == 0 && settle_ask_all(&e) == 0 ? 0 : -1;
+		if (store_end(rc == 0, &e) < 0)
+			rc = -1;
 	}
-	json_decref(rq.out);
+	if (rc < 0)   /* logged as a request's internal error was: it is one */
+		say("SWEEP settlement: %s", e.msg);
 }

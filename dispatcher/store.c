@@ -308,13 +308,25 @@ store_close(void)
 	db_close(&dsp.store.db);
 }
 
-/* store_begin() once the mutex is held. */
+/* Take dsp.store.mu: wait for it, or (now) only if nothing holds it;
+ * 0, or 1 when something does. */
 static int
-store_begin_locked(struct ek_err *e)
+store_lock(bool now)
 {
-	if (db_begin_write(&dsp.store.db, e) == 0 &&
+	if (now)
+		return pthread_mutex_trylock(&dsp.store.mu) != 0;
+	pthread_mutex_lock(&dsp.store.mu);
+	return 0;
+}
+
+/* Once the mutex is held: begin a write and, if asked, expire lapsed
+ * leases; 0, or -1 (e filled, rolled back and unlocked). */
+static int
+store_begin_locked(bool expire, struct ek_err *e)
+{
+	if (db_begin_write(&dsp.store.db, e) == 0 && (!expire ||
 	    sql_exec(e, "UPDATE sessions SET status='expired'"
-	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0)
+	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0))
 		return 0;
 	db_rollback(&dsp.store.db);
 	pthread_mutex_unlock(&dsp.store.mu);
@@ -324,16 +336,24 @@ store_begin_locked(struct ek_err *e)
 int
 store_begin(struct ek_err *e)
 {
-	pthread_mutex_lock(&dsp.store.mu);
-	return store_begin_locked(e);
+	store_lock(false);
+	return store_begin_locked(true, e);
 }
 
 int
 store_begin_now(struct ek_err *e)
 {
-	if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+	if (store_lock(true))
 		return 1;
-	return store_begin_locked(e);
+	return store_begin_locked(true, e);
+}
+
+int
+store_begin_plain(bool now, struct ek_err *e)
+{
+	if (store_lock(now))
+		return 1;
+	return store_begin_locked(false, e);
 }
 
 int

@@ -638,6 +638,27 @@ hex_copies() {
 $BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
 }
 
+# The store's mutexes are store.c's: a transaction is begun and ended
+# through its store_begin*() and store_end() (or http.c's tx_*() around
+# them), so that no file above keeps the lock by a path of its own
+# (results.c unlocked it itself after a batch, past the write it left open).
+store_lockers() {
+	grep -HnE 'pthread_[a-z_]+\([^)]*store\.(peek_)?mu\b' "$@" | grep -v '^[^:]*/store\.c:' || true
+}
+
+@test "no dispatcher file but store.c takes or leaves the store's mutex" {
+	run store_lockers "$SRC"/dispatcher/*.c "$SRC"/cmd/exec-dispatcher.c
+	assert_output ''
+}
+
+@test "the store-mutex lint finds what it must" {
+	printf '\tpthread_mutex_unlock(&dsp.store.mu);\n\tif (pthread_mutex_trylock(&dsp_store.peek_mu) != 0)\n\t/* dsp.store.mu guards it */\n' >"$BATS_TEST_TMPDIR/results.c"
+	cp "$BATS_TEST_TMPDIR/results.c" "$BATS_TEST_TMPDIR/store.c"
+	run store_lockers "$BATS_TEST_TMPDIR/results.c" "$BATS_TEST_TMPDIR/store.c"
+	assert_output "$BATS_TEST_TMPDIR/results.c:1:	pthread_mutex_unlock(&dsp.store.mu);
+$BATS_TEST_TMPDIR/results.c:2:	if (pthread_mutex_trylock(&dsp_store.peek_mu) != 0)"
+}
+
 # The dispatcher's bottom layer (util.c, store.c) knows no request: it
 # fills a struct ek_err and returns, and the request's layer (http.c's
 # tx_begin(), tx_end(), internal()) turns that into an answer; store.c's
