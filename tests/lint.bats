@@ -703,6 +703,26 @@ hex_copies() {
 $BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
 }
 
+# A request is made by libmicrohttpd's call into routes.c, and only
+# there: work without one (the sweep) begins the store's transaction
+# itself (store_begin()), where settle_sweep() once filled a struct req of
+# its own to borrow the request layer's tx_begin().
+made_requests() {
+	grep -HnE '\bstruct req +[a-z_]+ *(;|=|\[|,)' "$@" | grep -v '^[^:]*/routes\.c:' || true
+}
+
+@test "no dispatcher file but routes.c makes a request" {
+	run made_requests "$SRC"/dispatcher/*.[ch] "$SRC"/cmd/exec-dispatcher.c
+	assert_output ''
+}
+
+@test "the made-request lint finds what it must" {
+	printf '\tstruct req rq;\n\tstruct req *rq = p;\n\tstruct req fake = { 0 };\nint f(struct req *rq);\n' >"$BATS_TEST_TMPDIR/settle.c"
+	run made_requests "$BATS_TEST_TMPDIR/settle.c"
+	assert_output "$BATS_TEST_TMPDIR/settle.c:1:	struct req rq;
+$BATS_TEST_TMPDIR/settle.c:3:	struct req fake = { 0 };"
+}
+
 # The store's mutexes are store.c's: a transaction is begun and ended
 # through its store_begin*() and store_end() (or http.c's tx_*() around
 # them), so that no file above keeps the lock by a path of its own
