@@ -22,7 +22,6 @@
 #include "clock.h"
 #include "dispatcher-submit.h"
 #include "protocol.h"
-#include "dispatcher/dispatcher.h"
 #include "err.h"
 #include "http.h"
 #include "jsonout.h"
@@ -30,6 +29,8 @@
 #include "runs.h"
 #include "text.h"
 #include "timefmt.h"
+
+#include "dispatcher/auth.h"
 
 int
 submit_parse_duration(const char *s, int64_t *ms)

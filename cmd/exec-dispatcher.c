@@ -4,8 +4,8 @@
  * tests steer it through /admin/ endpoints and injected faults.
  *
  * This file is the options and main; the server is in dispatcher/, one
- * file per area, and dispatcher/dispatcher.h draws its shape and states
- * its invariants.  `exec-dispatcher submit` is a client of a running one
+ * file per area with its header, and dispatcher/routes.h (the top) draws
+ * its shape and states its invariants.  `exec-dispatcher submit` is a client of a running one
  * (cmd/dispatcher-submit.c): its options share the table below, so that
  * help, man page and completion read them in one place.
  */
@@ -24,14 +24,20 @@
 #include "err.h"
 #include "file.h"
 #include "opts.h"
-#include "dispatcher/dispatcher.h"
+#include "protocol.h"
+#include "text.h"
+
+#include "dispatcher/util.h"
+#include "dispatcher/store.h"
+#include "dispatcher/auth.h"
+#include "dispatcher/settle.h"
+#include "dispatcher/routes.h"
 
 const char PROG[] = "exec-dispatcher";     /* not static: dispatcher/ logs with it */
 
-/* The server's one state; its cfg comes from the options (parse_args). */
-struct dispatcher dsp = {
-	.store = { .mu = PTHREAD_MUTEX_INITIALIZER, .peek_mu = PTHREAD_MUTEX_INITIALIZER },
-};
+/* The server's one state; its cfg comes from the options (parse_args).
+ * The store is store.c's (dsp_store). */
+struct dispatcher dsp;
 
 /* Write "port\n" to path atomically (file.h), mode 0644. */
 static int

@@ -11,8 +11,19 @@
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+#include "random.h"
 #include "sha256.h"
+#include "text.h"
+
+#include "util.h"
+#include "store.h"
+#include "faults.h"
+#include "gate.h"
+#include "http.h"
+#include "bell.h"
+#include "results.h"
+#include "admin.h"
 
 enum { CLIENT_NAME_MAX = 128 };
 
@@ -90,11 +101,11 @@ spec_store(struct req *rq, json_t *spec, int64_t cost)
 	const char *run_id = json_string_value(json_object_get(spec, "run_id"));
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
 	sqlite3_stmt *st = text ? sql_prep(&rq->e, "SELECT spec FROM runs WHERE run_id=?", "s", run_id) : NULL;
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 
 	if (r == 1)
 		r = strcmp(col(st, 0), text) == 0 ? 1 : 2;
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r == 0 && sql_exec(&rq->e, "INSERT INTO runs(run_id, submit_seq, spec, cost, state,"
 	    " submitted_ms) VALUES(?, (SELECT COALESCE(MAX(submit_seq), 0) + 1 FROM runs), ?, ?,"
 	    " 'queued', ?)", "ssii", run_id, text, cost, now_ms()) < 0)
@@ -191,7 +202,7 @@ run_record(struct req *rq, json_t **out)
 	    " (SELECT p.run_id FROM settlements p WHERE p.requeued_as=r.run_id), f.how"
 	    " FROM runs r LEFT JOIN results s ON s.run_id=r.run_id"
 	    " LEFT JOIN settlements f ON f.run_id=r.run_id WHERE r.run_id=?", "s", rq->arg);
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 
 	if (r == 1)
 		*out = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
@@ -203,7 +214,7 @@ run_record(struct req *rq, json_t **out)
 		    "max_in_flight", (json_int_t)sqlite3_column_int64(st, 6),
 		    "requeued_as", col_json(st, 7), "requeued_from", col_json(st, 8),
 		    "settled", col_json(st, 9));
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r == 1 && (rows_into(&rq->e, *out, "reports", "SELECT seq, session_id, body_sha256, status,"
 	    " error, fault FROM reports WHERE run_id=? ORDER BY seq", rq->arg, report_cols) < 0 ||
 	    rows_into(&rq->e, *out, "ledger", "SELECT charge, at FROM ledger WHERE run_id=?",
@@ -257,10 +268,10 @@ static int64_t
 count(struct req *rq, const char *sql)
 {
 	sqlite3_stmt *st = sql_prep(&rq->e, sql, "");
-	int64_t n = st && db_step(&dsp.store.db, st, &rq->e) == 1 ?
+	int64_t n = st && db_step(&dsp_store.db, st, &rq->e) == 1 ?
 	    sqlite3_column_int64(st, 0) : -1;
 
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return n;
 }
 
@@ -271,9 +282,9 @@ count_into(struct req *rq, json_t *obj, const char *sql)
 	sqlite3_stmt *st = sql_prep(&rq->e, sql, "");
 	int r = -1;
 
-	while (st && (r = db_step(&dsp.store.db, st, &rq->e)) == 1)
+	while (st && (r = db_step(&dsp_store.db, st, &rq->e)) == 1)
 		json_object_set_new(obj, col(st, 0), json_integer(sqlite3_column_int64(st, 1)));
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -306,7 +317,7 @@ h_summary(struct req *rq)
 		return tx_end(rq, internal(rq));
 	}
 	return tx_end(rq, answer(rq, 200, json_pack("{s:s, s:o, s:o, s:I, s:I, s:I}",
-	    "incarnation", dsp.store.incarnation, "runs", states, "settled", settled,
+	    "incarnation", dsp_store.incarnation, "runs", states, "settled", settled,
 	    "results", (json_int_t)results, "ledger_total", (json_int_t)ledger,
 	    "reports", (json_int_t)reports)));
 }
@@ -323,7 +334,7 @@ admin_session(struct req *rq, const char *status)
 	    " THEN MIN(lease_expires_ms, ?) ELSE lease_expires_ms END WHERE session_id=?",
 	    "ssis", status, status, now, rq->arg) < 0)
 		return tx_end(rq, internal(rq));
-	if (sqlite3_changes(dsp.store.db.h) == 0)
+	if (sqlite3_changes(dsp_store.db.h) == 0)
 		return tx_end(rq, fail(rq, 404, "unknown_session", "no session '%s'", rq->arg));
 	work_session_ended();
 	return tx_end(rq, answer(rq, 200, json_pack("{s:s}", "status", status)));
@@ -353,7 +364,7 @@ h_lease(struct req *rq)
 	if (sql_exec(&rq->e, "UPDATE sessions SET lease_expires_ms=? WHERE session_id=?"
 	    " AND status='current'", "is", now_ms() + (int64_t)json_integer_value(ms), rq->arg) < 0)
 		return tx_end(rq, internal(rq));
-	if (sqlite3_changes(dsp.store.db.h) == 0)
+	if (sqlite3_changes(dsp_store.db.h) == 0)
 		return tx_end(rq, fail(rq, 404, "unknown_session", "no current session '%s'", rq->arg));
 	return tx_end(rq, answer(rq, 200, json_pack("{s:s,s:I}", "status", "current",
 	    "lease_ms", (json_int_t)json_integer_value(ms))));
@@ -442,7 +453,7 @@ h_client_revoke(struct req *rq)
 	if (sql_exec(&rq->e, "UPDATE clients SET status='revoked',"
 	    " revoked_ms=COALESCE(revoked_ms, ?) WHERE client_id=?", "is", now_ms(), rq->arg) < 0)
 		return tx_end(rq, internal(rq));
-	if (sqlite3_changes(dsp.store.db.h) == 0)
+	if (sqlite3_changes(dsp_store.db.h) == 0)
 		return tx_end(rq, fail(rq, 404, "unknown_client", "no client '%s'", rq->arg));
 	return tx_end(rq, answer(rq, 200, json_pack("{s:s, s:s}", "client_id", rq->arg,
 	    "status", "revoked")));

@@ -19,7 +19,11 @@
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "random.h"
+
+#include "util.h"
+#include "store.h"
+#include "asks.h"
 
 enum { SETTLE_PENDING_MAX = 512,     /* the dispatcher's own share of a session's cap */
 	SETTLE_RETRY_MS = 5000 };    /* after an answer that decided nothing */
@@ -29,10 +33,10 @@ inspections_pending(struct ek_err *e, const char *sid)
 {
 	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM inspections"
 	    " WHERE session_id=? AND status='pending'", "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ?
+	int64_t n = st && db_step(&dsp_store.db, st, e) == 1 ?
 	    sqlite3_column_int64(st, 0) : -1;
 
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return n;
 }
 
@@ -43,9 +47,9 @@ settle_pending(struct ek_err *e, const char *sid)
 	sqlite3_stmt *st = sql_prep(e, "SELECT COUNT(*) FROM settlement_asks a JOIN inspections i"
 	    " ON i.inspection_id=a.inspection_id WHERE i.session_id=? AND i.status='pending'",
 	    "s", sid);
-	int64_t n = st && db_step(&dsp.store.db, st, e) == 1 ? sqlite3_column_int64(st, 0) : -1;
+	int64_t n = st && db_step(&dsp_store.db, st, e) == 1 ? sqlite3_column_int64(st, 0) : -1;
 
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return n;
 }
 
@@ -95,12 +99,12 @@ settle_ask(struct ek_err *e, const char *sid)
 	    " ORDER BY r.submit_seq LIMIT ?", "isii", now - dsp.cfg.settle_after_ms, sid,
 	    now - SETTLE_RETRY_MS, room);
 	if (!st || !(todo = json_array())) {
-		db_done(&dsp.store.db, st);
+		db_done(&dsp_store.db, st);
 		return st ? ek_fail(e, EK_OSERR, "out of memory") : -1;
 	}
-	while ((r = db_step(&dsp.store.db, st, e)) == 1)
+	while ((r = db_step(&dsp_store.db, st, e)) == 1)
 		json_array_append_new(todo, json_pack("[s, s]", col(st, 0), col(st, 1)));
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	for (i = 0; r == 0 && i < json_array_size(todo); i++)
 		r = settle_ask_one(e, sid, json_string_value(json_array_get(json_array_get(todo, i), 0)),
 		    json_string_value(json_array_get(json_array_get(todo, i), 1)), now);

@@ -25,8 +25,14 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+#include "random.h"
 #include "sha256.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "auth.h"
 
 enum { TOKEN_MIN = 32, TOKEN_MAX = 256, TOKEN_BYTES = SECRET_HEX / 2, ENROLL_USES_MAX = 1000000 };
 
@@ -259,7 +265,7 @@ enroll_take(struct req *rq, const char *xid, const char *token)
 	if (sql_exec(&rq->e, "UPDATE enrollments SET uses_left=uses_left-1 WHERE token_sha256=?"
 	    " AND uses_left>0", "s", sha) < 0)
 		return internal(rq);
-	if (sqlite3_changes(dsp.store.db.h) == 0)
+	if (sqlite3_changes(dsp_store.db.h) == 0)
 		return fail(rq, 403, "not_enrolled", "executor '%s' is not enrolled: the enrollment"
 		    " token is unknown or used up", xid);
 	return 0;

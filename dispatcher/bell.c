@@ -21,7 +21,10 @@
 #include <time.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+
+#include "util.h"
+#include "http.h"
+#include "bell.h"
 
 enum { BELL_SLICE_MS = 100 };
 

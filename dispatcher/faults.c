@@ -33,12 +33,15 @@
  * This file is the queue only, below every other: the handlers queue
  * (admin.c) and take (results.c) faults, and the route layer serves them.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatcher.h"
+#include "protocol.h"
+
+#include "faults.h"
 
 /* What each kind is called. */
 static const char *const names[F_KINDS] = {

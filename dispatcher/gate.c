@@ -25,11 +25,13 @@
  * The limit starts at LIMIT_START.  --gate off keeps it at LIMIT_MAX, the
  * caps (--max-inflight, --max-rate) apart.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "dispatcher.h"
+#include "util.h"
+#include "gate.h"
 
 enum { WINDOW_MS = 100, WINDOW_SAMPLES = 256, MINRTT_PERIOD_MS = 30000,
 	LIMIT_START = 16, LIMIT_MIN = 4, LIMIT_MAX = MAX_CONNECTIONS };

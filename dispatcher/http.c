@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,7 +20,13 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+
+#include "util.h"
+#include "store.h"
+#include "faults.h"
+#include "gate.h"
+#include "http.h"
 
 int
 fail(struct req *rq, int status, const char *code, const char *fmt, ...)

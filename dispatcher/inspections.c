@@ -29,8 +29,16 @@
 
 #include "cli.h"
 #include "clock.h"
-#include "dispatcher.h"
+#include "random.h"
 #include "sha256.h"
+#include "text.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "asks.h"
+#include "sessions.h"
+#include "inspections.h"
 
 enum { INSPECT_RUN_MAX = 4096, INSPECT_SESSION_MAX = 128,
 	INSPECT_WAIT_MAX = 30000, INSPECT_POLL_MS = 50, INSPECT_ANSWER_MAX = 16384,
@@ -53,12 +61,12 @@ client_gate(struct req *rq, char *client, size_t n)
 	sha256_hex(token, strlen(token), sha);
 	st = sql_prep(&rq->e, "SELECT client_id, status FROM clients WHERE token_sha256=?",
 	    "s", sha);
-	r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 	if (r == 1) {
 		db_col_text(st, 0, client, n);
 		db_col_text(st, 1, status, sizeof status);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r < 0)
 		return internal(rq);
 	if (r == 0)
@@ -163,7 +171,7 @@ inspection_read(struct req *rq, const char *client, bool *done)
 	    " JOIN inspection_clients c ON c.inspection_id=i.inspection_id AND c.client_id=?"
 	    " LEFT JOIN sessions s ON s.session_id=i.session_id WHERE i.inspection_id=?",
 	    "ss", client, rq->arg);
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 	json_t *o = NULL;
 
 	if (r == 1) {
@@ -177,7 +185,7 @@ inspection_read(struct req *rq, const char *client, bool *done)
 			json_object_set_new(o, "answered_ms", json_integer(sqlite3_column_int64(st, 4)));
 		}
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r < 0)
 		return internal(rq);
 	if (r == 0)   /* another client's inspection does not exist for this one */
@@ -309,14 +317,14 @@ inspection_load(struct req *rq, const char *id, const char *sid, char **run_id, 
 {
 	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT run_id, status FROM inspections"
 	    " WHERE inspection_id=? AND session_id=?", "ss", id, sid);
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 
 	if (r == 1) {
 		*answered = strcmp(col(st, 1), "answered") == 0;
 		if (!(*run_id = strdup(col(st, 0))))
 			r = ek_fail(&rq->e, EK_OSERR, "out of memory");
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 

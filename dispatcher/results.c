@@ -9,12 +9,21 @@
  * Also the count of each run's reports in flight at once, which tests read
  * back as the run's max_in_flight.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
 #include "sha256.h"
+#include "text.h"
+
+#include "util.h"
+#include "store.h"
+#include "faults.h"
+#include "http.h"
+#include "sessions.h"
+#include "results.h"
 
 enum { MESSAGE_MAX = 4096 };
 
@@ -83,9 +92,9 @@ adopter_of(struct req *rq, const char *sid, char *by, size_t n)
 
 	if (!st)
 		return -1;
-	if ((r = db_step(&dsp.store.db, st, &rq->e)) == 1)
+	if ((r = db_step(&dsp_store.db, st, &rq->e)) == 1)
 		db_col_text(st, 0, by, n);
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -138,8 +147,8 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 	if (!(st = sql_prep(&rq->e, "SELECT r.owner_session, s.record_id, s.body_sha256, f.state,"
 	    " f.requeued_as FROM runs r LEFT JOIN results s ON s.run_id=r.run_id"
 	    " LEFT JOIN settlements f ON f.run_id=r.run_id WHERE r.run_id=?", "s", r->run_id)) ||
-	    (found = db_step(&dsp.store.db, st, &rq->e)) < 0) {
-		db_done(&dsp.store.db, st);
+	    (found = db_step(&dsp_store.db, st, &rq->e)) < 0) {
+		db_done(&dsp_store.db, st);
 		return internal(rq);
 	}
 	if (found) {
@@ -149,7 +158,7 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 		db_col_text(st, 3, fate, sizeof fate);
 		db_col_text(st, 4, as, sizeof as);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (!found)
 		return fail(rq, 404, "unknown_run", "no run '%s'", r->run_id);
 	if (owner[0] && strcmp(owner, r->session_id) != 0)
@@ -164,7 +173,7 @@ result_record(struct req *rq, const struct result *r, const char *sha)
 	    " recorded_at) VALUES(?,?,?,?,?)", "ssssi", r->run_id, r->session_id, rq->body, sha,
 	    now_ms()) < 0)
 		return internal(rq);
-	record_id = sqlite3_last_insert_rowid(dsp.store.db.h);
+	record_id = sqlite3_last_insert_rowid(dsp_store.db.h);
 	if (sql_exec(&rq->e, "INSERT INTO ledger(run_id, charge, at)"
 	    " SELECT run_id, 1 + cost, ? FROM runs WHERE run_id=?", "is", now_ms(), r->run_id) < 0 ||
 	    sql_exec(&rq->e, "UPDATE runs SET state='finished', owner_session=? WHERE run_id=?",
@@ -245,9 +254,9 @@ batch_one(struct pending *p)
 	if (sql_exec(&p->rq->e, "SAVEPOINT result", "") < 0)
 		return internal(p->rq);
 	status = result_one(p);
-	if (status >= 500 && sqlite3_get_autocommit(dsp.store.db.h) == 0)
+	if (status >= 500 && sqlite3_get_autocommit(dsp_store.db.h) == 0)
 		sql_exec(&e, "ROLLBACK TO result", "");
-	if (sqlite3_get_autocommit(dsp.store.db.h) == 0)
+	if (sqlite3_get_autocommit(dsp_store.db.h) == 0)
 		sql_exec(&e, "RELEASE result", "");
 	return status;
 }
@@ -266,17 +275,16 @@ batch_record(struct pending *b)
 	}
 	for (p = b; p; p = p->next) {
 		p->status = batch_one(p);
-		if (sqlite3_get_autocommit(dsp.store.db.h) != 0) {   /* SQLite ended it */
+		if (sqlite3_get_autocommit(dsp_store.db.h) != 0) {   /* SQLite ended it */
 			batch_fail(b, &p->rq->e);
-			pthread_mutex_unlock(&dsp.store.mu);
+			store_end(false, &lead->e);   /* and so must the store: unlocked, no write open */
 			return;
 		}
 	}
 	if ((f = fault_take_at("/store/commit")).kind == F_DELAY)
 		nap(f.delay_ms, NULL);
-	if (db_commit(&dsp.store.db, &lead->e) < 0)
+	if (store_end(true, &lead->e) < 0)
 		batch_fail(b, &lead->e);
-	pthread_mutex_unlock(&dsp.store.mu);
 }
 
 /* Queue p, and wait until a batch holding it is committed; its status.
@@ -406,21 +414,16 @@ void
 flight_persist(const char *run_id, int n)
 {
 	struct ek_err e = { 0 };
+	int r;
 
 	/* One report alone waits for no commit under way (its batch's
 	 * report_insert() notes it then): waiting here would keep it out of
 	 * the batch that is gathering meanwhile. */
-	if (n > 1)
-		pthread_mutex_lock(&dsp.store.mu);
-	else if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+	if ((r = store_begin_plain(n <= 1, &e)) == 1)
 		return;
-	if (db_begin_write(&dsp.store.db, &e) == 0 &&
-	    sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND max_in_flight<?",
-	    "isi", (int64_t)n, run_id, (int64_t)n) == 0)
-		db_commit(&dsp.store.db, &e);
-	else
-		db_rollback(&dsp.store.db);
-	pthread_mutex_unlock(&dsp.store.mu);
+	if (r == 0)
+		store_end(sql_exec(&e, "UPDATE runs SET max_in_flight=? WHERE run_id=? AND"
+		    " max_in_flight<?", "isi", (int64_t)n, run_id, (int64_t)n) == 0, &e);
 	if (e.msg[0])
 		say("%s: max_in_flight: %s", run_id, e.msg);
 }

@@ -25,7 +25,20 @@
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+
+#include "util.h"
+#include "faults.h"
+#include "gate.h"
+#include "http.h"
+#include "auth.h"
+#include "sessions.h"
+#include "work.h"
+#include "results.h"
+#include "inspections.h"
+#include "admin.h"
+#include "settle.h"
+#include "routes.h"
 
 enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
 

@@ -18,8 +18,19 @@
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+#include "random.h"
 #include "sha256.h"
+#include "text.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "auth.h"
+#include "starts.h"
+#include "asks.h"
+#include "bell.h"
+#include "sessions.h"
 
 int
 sess_load(struct req *rq, const char *sid, struct sess *s)
@@ -30,14 +41,14 @@ sess_load(struct req *rq, const char *sid, struct sess *s)
 
 	if (!st)
 		return -1;
-	r = db_step(&dsp.store.db, st, &rq->e);
+	r = db_step(&dsp_store.db, st, &rq->e);
 	if (r == 1) {
 		db_col_text(st, 0, s->incarnation, sizeof s->incarnation);
 		db_col_text(st, 1, s->executor_id, sizeof s->executor_id);
 		db_col_text(st, 2, s->cred_sha256, sizeof s->cred_sha256);
 		db_col_text(st, 3, s->status, sizeof s->status);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -76,11 +87,11 @@ key_prove(struct req *rq, const char *xid, const char *key, const char *key_sha)
 	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT key_sha256 FROM executor_keys"
 	    " WHERE executor_id=?", "s", xid);
 	char want[SHA256_HEX_LEN + 1] = "";
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 
 	if (r == 1)
 		db_col_text(st, 0, want, sizeof want);
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r < 0)
 		return internal(rq);
 	if (r == 1 && (!key || !digest_eq(key_sha, want)))
@@ -150,7 +161,7 @@ h_negotiate(struct req *rq)
 	if (status == 0 && sql_exec(&rq->e, "UPDATE sessions SET status='replaced'"
 	    " WHERE executor_id=? AND status='current'", "s", xid) < 0)
 		status = internal(rq);
-	else if (status == 0 && sqlite3_changes(dsp.store.db.h) > 0)
+	else if (status == 0 && sqlite3_changes(dsp_store.db.h) > 0)
 		work_session_ended();
 	/* a state older than one this executor showed, or a restored backup:
 	 * what its earlier sessions hold proves nothing about "never started" */
@@ -162,13 +173,13 @@ h_negotiate(struct req *rq)
 		status = starts_restored(rq, xid, sid, shown, seen, json_is_true(backup));
 	if (status == 0 && (sql_exec(&rq->e, "INSERT INTO sessions(session_id, incarnation, executor_id,"
 	    " cred_sha256, status, lease_expires_ms, created_ms) VALUES(?,?,?,?,'current',?,?)",
-	    "ssssii", sid, dsp.store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0 ||
+	    "ssssii", sid, dsp_store.incarnation, xid, cred_sha, now + dsp.cfg.lease_ms, now) < 0 ||
 	    sql_exec(&rq->e, "INSERT INTO session_keys(session_id, key_sha256) VALUES(?,?)",
 	    "ss", sid, key_sha) < 0))
 		status = internal(rq);
 	else if (status == 0)
 		status = answer(rq, 201, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}",
-		    "incarnation", dsp.store.incarnation, "session_id", sid, "credential", cred,
+		    "incarnation", dsp_store.incarnation, "session_id", sid, "credential", cred,
 		    "lease_ms", (json_int_t)dsp.cfg.lease_ms,
 		    "heartbeat_ms", (json_int_t)dsp.cfg.heartbeat_ms,
 		    "starts_seen", (json_int_t)(seen > shown ? seen : shown)));
@@ -212,7 +223,7 @@ beat_peek(struct req *rq, json_t *in)
 {
 	json_t *started = in ? json_object_get(in, "started") : NULL;
 	json_t *starts = in ? json_object_get(in, "starts") : NULL;
-	struct db *db = &dsp.store.peek;
+	struct db *db = &dsp_store.peek;
 	int64_t now = now_ms(), pending = 0, left = 0;
 	char want[SHA256_HEX_LEN + 1] = "";
 	struct ek_err e = { 0 };
@@ -328,13 +339,13 @@ same_key(struct req *rq, const char *a, const char *b)
 	sqlite3_stmt *st = sql_prep(&rq->e, "SELECT ka.key_sha256, kb.key_sha256 FROM session_keys ka"
 	    " JOIN session_keys kb ON kb.session_id=? WHERE ka.session_id=?", "ss", b, a);
 	char x[SHA256_HEX_LEN + 1] = "", y[SHA256_HEX_LEN + 1] = "";
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1;
 
 	if (r == 1) {
 		db_col_text(st, 0, x, sizeof x);
 		db_col_text(st, 1, y, sizeof y);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r < 0 ? -1 : r == 1 && digest_eq(x, y);
 }
 

@@ -25,14 +25,22 @@
  * it (asks.c: settle_ask(), which a heartbeat runs in its transaction);
  * an answer's endpoint is here: h_inspection_answer() records the answer
  * as inspections.c does and then settles on it, in one transaction;
- * settle_sweep() runs once a second from main.
+ * settle_sweep() runs once a second from main, in a transaction of the
+ * store's own (store_begin(): no request, so no answer to give).
  */
 #include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "starts.h"
+#include "asks.h"
+#include "work.h"
+#include "inspections.h"
+#include "settle.h"
 
 /* Settle run_id on inspection id as started: it stays with its executor,
  * whose result comes through adoption; it is not asked about again. */
@@ -64,14 +72,14 @@ settle_answer(struct ek_err *e, const char *id, json_t *a)
 	const char *state = json_string_value(json_object_get(a, "state"));
 	char run_id[136] = "", owner[64] = "", inc[40] = "", as[24] = "";
 	const char *how = NULL;
-	int r = st ? db_step(&dsp.store.db, st, e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, e) : -1;
 
 	if (r == 1) {
 		db_col_text(st, 0, run_id, sizeof run_id);
 		db_col_text(st, 1, owner, sizeof owner);
 		db_col_text(st, 2, inc, sizeof inc);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r <= 0 || !outcome)
 		return r < 0 ? -1 : 0;      /* a client's inspection, or nothing left to settle */
 	if (strcmp(outcome, "ABSENT") == 0)
@@ -146,7 +154,7 @@ settle_abandon(struct ek_err *e, int64_t now)
 	    " AND NOT EXISTS(SELECT 1 FROM settlements f WHERE f.run_id=r.run_id)",
 	    "ii", now, now - dsp.cfg.abandon_after_ms) < 0)
 		return -1;
-	if ((n = sqlite3_changes(dsp.store.db.h)) > 0)
+	if ((n = sqlite3_changes(dsp_store.db.h)) > 0)
 		say("settlement: %d run%s abandoned: unsettled %" PRId64 " ms after their session"
 		    " ended", n, n == 1 ? "" : "s", dsp.cfg.abandon_after_ms);
 	return 0;
@@ -166,9 +174,9 @@ settle_ask_all(struct ek_err *e)
 	size_t i;
 	int r = st && sids ? 0 : -1;
 
-	while (r == 0 && (r = db_step(&dsp.store.db, st, e)) == 1)
+	while (r == 0 && (r = db_step(&dsp_store.db, st, e)) == 1)
 		r = json_array_append_new(sids, json_string(col(st, 0)));
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	for (i = 0; r == 0 && i < json_array_size(sids); i++)
 		r = settle_ask(e, json_string_value(json_array_get(sids, i)));
 	json_decref(sids);
@@ -178,16 +186,14 @@ settle_ask_all(struct ek_err *e)
 void
 settle_sweep(void)
 {
-	struct req rq;
-	int status = 0;
+	struct ek_err e = { 0 };
+	int rc;
 
-	memset(&rq, 0, sizeof rq);
-	snprintf(rq.method, sizeof rq.method, "SWEEP");
-	snprintf(rq.path, sizeof rq.path, "settlement");
-	if (tx_begin(&rq) == 0) {
-		if (settle_abandon(&rq.e, now_ms()) < 0 || settle_ask_all(&rq.e) < 0)
-			status = internal(&rq);
-		tx_end(&rq, status);
+	if ((rc = store_begin(&e)) == 0) {
+		rc = settle_abandon(&e, now_ms()) == 0 && settle_ask_all(&e) == 0 ? 0 : -1;
+		if (store_end(rc == 0, &e) < 0)
+			rc = -1;
 	}
-	json_decref(rq.out);
+	if (rc < 0)   /* logged as a request's internal error was: it is one */
+		say("SWEEP settlement: %s", e.msg);
 }

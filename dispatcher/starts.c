@@ -26,7 +26,12 @@
 #include <string.h>
 
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "starts.h"
 
 enum { NOTICE_MAX = 1024 };   /* run ids one heartbeat may name */
 
@@ -35,11 +40,11 @@ run_known_started(struct ek_err *e, const char *run_id)
 {
 	sqlite3_stmt *st = sql_prep(e, "SELECT EXISTS(SELECT 1 FROM run_starts WHERE run_id=?1)"
 	    " OR EXISTS(SELECT 1 FROM reports WHERE run_id=?1)", "s", run_id);
-	int r = st ? db_step(&dsp.store.db, st, e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, e) : -1;
 
 	if (r == 1)
 		r = sqlite3_column_int(st, 0);
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -48,11 +53,11 @@ static int
 executor_of(struct ek_err *e, const char *sid, char *xid, size_t n)
 {
 	sqlite3_stmt *st = sql_prep(e, "SELECT executor_id FROM sessions WHERE session_id=?", "s", sid);
-	int r = st ? db_step(&dsp.store.db, st, e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, e) : -1;
 
 	if (r == 1)
 		db_col_text(st, 0, xid, n);
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -67,9 +72,9 @@ starts_shown(struct req *rq, const char *xid, json_t *in, int64_t *seen)
 	*seen = 0;
 	if (!(st = sql_prep(&rq->e, "SELECT starts FROM executor_starts WHERE executor_id=?", "s", xid)))
 		return internal(rq);
-	if ((r = db_step(&dsp.store.db, st, &rq->e)) == 1)
+	if ((r = db_step(&dsp_store.db, st, &rq->e)) == 1)
 		*seen = sqlite3_column_int64(st, 0);
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r < 0)
 		return internal(rq);
 	if (!v)                      /* an executor that counts nothing */
@@ -131,7 +136,7 @@ starts_restored(struct req *rq, const char *xid, const char *sid, int64_t shown,
 	    " AND NOT EXISTS(SELECT 1 FROM run_starts k WHERE k.run_id=r.run_id)"
 	    " AND NOT EXISTS(SELECT 1 FROM run_unknowns u WHERE u.run_id=r.run_id)", "is", now, xid) < 0)
 		return internal(rq);
-	n = sqlite3_changes(dsp.store.db.h);
+	n = sqlite3_changes(dsp_store.db.h);
 	if (sql_exec(&rq->e, "INSERT INTO settlements(run_id, state, how, settled_ms)"
 	    " SELECT r.run_id, NULL, 'inspection_started', ? FROM runs r"
 	    " JOIN sessions o ON o.session_id=r.owner_session AND o.status<>'current'"

@@ -12,8 +12,8 @@
  * (a different --incarnation is ignored, with a note on stderr).
  *
  * A request's handler works in one transaction (store_begin() to write,
- * store_begin_read() to read, store_end()) under dsp.store.mu.  A second
- * connection, dsp.store.peek under its own mutex, only reads: a heartbeat
+ * store_begin_read() to read, store_end()) under dsp_store.mu.  A second
+ * connection, dsp_store.peek under its own mutex, only reads: a heartbeat
  * that has nothing to write answers from it (store_peek_begin()), so it
  * never waits for a write, nor for the sync of a group commit.  The store
  * knows no request and answers none: its functions fill a struct ek_err,
@@ -21,7 +21,7 @@
  * handler's 500.
  *
  * Every statement comes from db_prep() (through sql_prep() or sql_exec())
- * and goes back through db_done(), under dsp.store.mu.  The connection
+ * and goes back through db_done(), under dsp_store.mu.  The connection
  * does not keep statements prepared (db.keep is off), so db_done()
  * finalizes each one.  db_prep()'s cache has no lock of its own; every use
  * here holds the mutex, so keeping would be safe, but it would change how
@@ -37,7 +37,12 @@
 
 #include "clock.h"
 #include "backup.h"
-#include "dispatcher.h"
+#include "random.h"
+
+#include "util.h"
+#include "store.h"
+
+struct store dsp_store = { .mu = PTHREAD_MUTEX_INITIALIZER, .peek_mu = PTHREAD_MUTEX_INITIALIZER };
 
 struct schema_step { const char *name; const char *sql; };
 #include "dispatcher/schema_sql.h"
@@ -47,7 +52,7 @@ struct schema_step { const char *name; const char *sql; };
 static sqlite3_stmt *
 sql_vprep(struct ek_err *e, const char *sql, const char *types, va_list ap)
 {
-	sqlite3_stmt *st = db_prep(&dsp.store.db, sql, e);
+	sqlite3_stmt *st = db_prep(&dsp_store.db, sql, e);
 	int i;
 
 	for (i = 0; st && types[i]; i++) {
@@ -80,7 +85,7 @@ sql_exec(struct ek_err *e, const char *sql, const char *types, ...)
 	va_start(ap, types);
 	st = sql_vprep(e, sql, types, ap);
 	va_end(ap);
-	return st ? db_exec_stmt(&dsp.store.db, st, e) : -1;
+	return st ? db_exec_stmt(&dsp_store.db, st, e) : -1;
 }
 
 const char *
@@ -105,7 +110,7 @@ rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const
 	sqlite3_stmt *st = arg ? sql_prep(e, sql, "s", arg) : sql_prep(e, sql, "");
 	int r = -1, i;
 
-	while (st && (r = db_step(&dsp.store.db, st, e)) == 1) {
+	while (st && (r = db_step(&dsp_store.db, st, e)) == 1) {
 		row = json_object();
 		for (i = 0; names[i]; i++)
 			json_object_set_new(row, names[i],
@@ -113,7 +118,7 @@ rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const
 			    json_integer(sqlite3_column_int64(st, i)) : col_json(st, i));
 		json_array_append_new(list, row);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	json_object_set_new(obj, key, list);
 	return r;
 }
@@ -122,7 +127,7 @@ rows_into(struct ek_err *e, json_t *obj, const char *key, const char *sql, const
 static int
 store_incarnation(const char *want, struct ek_err *e)
 {
-	struct store *s = &dsp.store;
+	struct store *s = &dsp_store;
 	sqlite3_stmt *st = sql_prep(e, "SELECT value FROM meta WHERE key='incarnation'", "");
 	int r;
 
@@ -149,7 +154,7 @@ store_init(const char *want_inc, struct ek_err *e)
 	int i;
 
 	for (i = 0; i < SCHEMA_STEPS; i++)
-		if (db_exec(&dsp.store.db, schema_steps[i].sql, e) < 0)
+		if (db_exec(&dsp_store.db, schema_steps[i].sql, e) < 0)
 			return -1;
 	return store_incarnation(want_inc, e);
 }
@@ -233,7 +238,7 @@ store_functions(struct db *db, struct ek_err *e)
 static int
 store_peek_open(const char *path, struct ek_err *e)
 {
-	struct db *p = &dsp.store.peek;
+	struct db *p = &dsp_store.peek;
 
 	if (db_open(p, path, false, e) < 0)
 		return -1;
@@ -247,7 +252,7 @@ store_peek_open(const char *path, struct ek_err *e)
 int
 store_open(const char *path, const char *want_inc, struct ek_err *e)
 {
-	struct store *s = &dsp.store;
+	struct store *s = &dsp_store;
 
 	if (store_files_check(path, e) < 0)
 		return -1;
@@ -304,46 +309,66 @@ store_backup(const char *path, const char *to, struct ek_err *e)
 void
 store_close(void)
 {
-	db_close(&dsp.store.peek);
-	db_close(&dsp.store.db);
+	db_close(&dsp_store.peek);
+	db_close(&dsp_store.db);
 }
 
-/* store_begin() once the mutex is held. */
+/* Take dsp_store.mu: wait for it, or (now) only if nothing holds it;
+ * 0, or 1 when something does. */
 static int
-store_begin_locked(struct ek_err *e)
+store_lock(bool now)
 {
-	if (db_begin_write(&dsp.store.db, e) == 0 &&
+	if (now)
+		return pthread_mutex_trylock(&dsp_store.mu) != 0;
+	pthread_mutex_lock(&dsp_store.mu);
+	return 0;
+}
+
+/* Once the mutex is held: begin a write and, if asked, expire lapsed
+ * leases; 0, or -1 (e filled, rolled back and unlocked). */
+static int
+store_begin_locked(bool expire, struct ek_err *e)
+{
+	if (db_begin_write(&dsp_store.db, e) == 0 && (!expire ||
 	    sql_exec(e, "UPDATE sessions SET status='expired'"
-	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0)
+	    " WHERE status='current' AND lease_expires_ms<?", "i", now_ms()) == 0))
 		return 0;
-	db_rollback(&dsp.store.db);
-	pthread_mutex_unlock(&dsp.store.mu);
+	db_rollback(&dsp_store.db);
+	pthread_mutex_unlock(&dsp_store.mu);
 	return -1;
 }
 
 int
 store_begin(struct ek_err *e)
 {
-	pthread_mutex_lock(&dsp.store.mu);
-	return store_begin_locked(e);
+	store_lock(false);
+	return store_begin_locked(true, e);
 }
 
 int
 store_begin_now(struct ek_err *e)
 {
-	if (pthread_mutex_trylock(&dsp.store.mu) != 0)
+	if (store_lock(true))
 		return 1;
-	return store_begin_locked(e);
+	return store_begin_locked(true, e);
+}
+
+int
+store_begin_plain(bool now, struct ek_err *e)
+{
+	if (store_lock(now))
+		return 1;
+	return store_begin_locked(false, e);
 }
 
 int
 store_begin_read(struct ek_err *e)
 {
-	pthread_mutex_lock(&dsp.store.mu);
-	if (db_begin_read(&dsp.store.db, e) == 0)
+	pthread_mutex_lock(&dsp_store.mu);
+	if (db_begin_read(&dsp_store.db, e) == 0)
 		return 0;
-	db_rollback(&dsp.store.db);
-	pthread_mutex_unlock(&dsp.store.mu);
+	db_rollback(&dsp_store.db);
+	pthread_mutex_unlock(&dsp_store.mu);
 	return -1;
 }
 
@@ -352,28 +377,28 @@ store_end(bool commit, struct ek_err *e)
 {
 	int rc = 0;
 
-	if (!dsp.store.db.in_write || !commit)   /* a read, or a write given up */
-		db_rollback(&dsp.store.db);
+	if (!dsp_store.db.in_write || !commit)   /* a read, or a write given up */
+		db_rollback(&dsp_store.db);
 	else
-		rc = db_commit(&dsp.store.db, e);
-	pthread_mutex_unlock(&dsp.store.mu);
+		rc = db_commit(&dsp_store.db, e);
+	pthread_mutex_unlock(&dsp_store.mu);
 	return rc;
 }
 
 int
 store_peek_begin(struct ek_err *e)
 {
-	pthread_mutex_lock(&dsp.store.peek_mu);
-	if (db_begin_read(&dsp.store.peek, e) == 0)
+	pthread_mutex_lock(&dsp_store.peek_mu);
+	if (db_begin_read(&dsp_store.peek, e) == 0)
 		return 0;
-	db_rollback(&dsp.store.peek);
-	pthread_mutex_unlock(&dsp.store.peek_mu);
+	db_rollback(&dsp_store.peek);
+	pthread_mutex_unlock(&dsp_store.peek_mu);
 	return -1;
 }
 
 void
 store_peek_end(void)
 {
-	db_rollback(&dsp.store.peek);
-	pthread_mutex_unlock(&dsp.store.peek_mu);
+	db_rollback(&dsp_store.peek);
+	pthread_mutex_unlock(&dsp_store.peek_mu);
 }

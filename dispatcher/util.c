@@ -5,8 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "dispatcher.h"
+#include "protocol.h"
 #include "text.h"
+
+#include "util.h"
 
 bool
 is_run_id(const char *s)

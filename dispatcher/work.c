@@ -24,7 +24,17 @@
 #include "cli.h"
 #include "client.h"
 #include "clock.h"
-#include "dispatcher.h"
+#include "protocol.h"
+#include "random.h"
+#include "text.h"
+
+#include "util.h"
+#include "store.h"
+#include "http.h"
+#include "starts.h"
+#include "bell.h"
+#include "sessions.h"
+#include "work.h"
 
 enum { FEED_DEFAULT = 100, FEED_MAX = 1000, HANDBACK_MAX = 1000, REQUEUE_ID_TRIES = 8 };
 
@@ -34,14 +44,14 @@ append_specs(struct req *rq, sqlite3_stmt *st, json_t *runs, json_t *ids)
 {
 	int r;
 
-	while ((r = db_step(&dsp.store.db, st, &rq->e)) == 1) {
+	while ((r = db_step(&dsp_store.db, st, &rq->e)) == 1) {
 		json_t *spec = json_loads(col(st, 0), 0, NULL);
 		if (spec)
 			json_array_append_new(runs, spec);
 		if (ids)
 			json_array_append_new(ids, json_string(col(st, 1)));
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	return r;
 }
 
@@ -180,7 +190,7 @@ receipt_record(struct req *rq, json_t *r, int64_t *n)
 	    json_string_value(json_object_get(r, "receipt")), rq->arg, state,
 	    json_string_value(json_object_get(r, "run_id")), rq->arg) < 0)
 		return -1;
-	*n += sqlite3_changes(dsp.store.db.h);
+	*n += sqlite3_changes(dsp_store.db.h);
 	return 0;
 }
 
@@ -222,8 +232,8 @@ requeue_id(struct ek_err *e, char *as)
 			return ek_fail(e, EK_OSERR, "getrandom: %s", strerror(errno));
 		if (!(st = sql_prep(e, "SELECT 1 FROM runs WHERE run_id=?", "s", as)))
 			return -1;
-		r = db_step(&dsp.store.db, st, e);
-		db_done(&dsp.store.db, st);
+		r = db_step(&dsp_store.db, st, e);
+		db_done(&dsp_store.db, st);
 		if (r <= 0)
 			return r;
 	}
@@ -238,13 +248,13 @@ run_requeue(struct ek_err *e, const char *run_id, const char *state, const char 
 	json_t *spec = NULL;
 	char *text = NULL;
 	int64_t cost = 0, now = now_ms();
-	int r = st ? db_step(&dsp.store.db, st, e) : -1;
+	int r = st ? db_step(&dsp_store.db, st, e) : -1;
 
 	if (r == 1) {
 		spec = json_loads(col(st, 0), 0, NULL);
 		cost = sqlite3_column_int64(st, 1);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r == 0)
 		r = ek_fail(e, EK_SOFTWARE, "re-queue: no run '%s'", run_id);
 	else if (r == 1 && !spec)
@@ -306,7 +316,7 @@ handback_one(struct req *rq, const char *sid, const char *id, json_t *out)
 	    " FROM runs r LEFT JOIN settlements f ON f.run_id=r.run_id WHERE r.run_id=?", "s", id);
 	char owner[64] = "", state[16] = "", as[24] = "", how[32] = "";
 	const char *why = NULL;
-	int r = st ? db_step(&dsp.store.db, st, &rq->e) : -1, result = 0;
+	int r = st ? db_step(&dsp_store.db, st, &rq->e) : -1, result = 0;
 
 	if (r == 1) {
 		db_col_text(st, 0, owner, sizeof owner);
@@ -315,7 +325,7 @@ handback_one(struct req *rq, const char *sid, const char *id, json_t *out)
 		result = sqlite3_column_int(st, 3);
 		db_col_text(st, 4, how, sizeof how);
 	}
-	db_done(&dsp.store.db, st);
+	db_done(&dsp_store.db, st);
 	if (r < 0)
 		return -1;
 	if (r == 0)

@@ -328,7 +328,8 @@ layers() {
 }
 
 # Includes that climb: "FILE includes MODULE (layer N above M)", one per
-# line, for the C files given; the tools and the dispatcher are layer 7.
+# line, for the C files given; the tools and the dispatcher are layer 7
+# (the dispatcher's includes of its own headers: dispatcher_includes()).
 climbing_includes() {
 	local map=$1 f m n inc l
 	shift
@@ -337,7 +338,10 @@ climbing_includes() {
 		case $f in */libcommon/*) n=$(awk -v m="$m" '$1 == m { print $2 }' "$map") ;; *) n=7 ;; esac
 		if [ -z "$n" ]; then echo "$f: module '$m' has no layer in HACKING.md"; continue; fi
 		for inc in $(grep -oE '^#include "[a-z_0-9]+\.h"' "$f" | sed -E 's/.*"([a-z_0-9]+)\.h"/\1/'); do
-			case $inc in config | schema_sql | dispatcher | "$m") continue ;; esac
+			case $inc in config | schema_sql | "$m") continue ;; esac
+			# a dispatcher file's own headers are found beside it first, as the
+			# compiler finds them (dispatcher/http.h before libcommon's)
+			case $f in */dispatcher/*) [ ! -f "${f%/*}/$inc.h" ] || continue ;; esac
 			l=$(awk -v m="$inc" '$1 == m { print $2 }' "$map")
 			[ -n "$l" ] || { echo "$f: includes '$inc.h', which has no layer in HACKING.md"; continue; }
 			[ "$l" -le "$n" ] || echo "$f includes $inc (layer $l above $n)"
@@ -359,9 +363,15 @@ climbing_includes() {
 	printf '#include "high.h"\n' >"$BATS_TEST_TMPDIR/libcommon/low.c"
 	printf '#include "low.h"\n' >"$BATS_TEST_TMPDIR/libcommon/high.c"
 	printf '#include "low.h"\n' >"$BATS_TEST_TMPDIR/libcommon/stray.c"
-	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$BATS_TEST_TMPDIR"/libcommon/{low,high,stray}.c
+	# a dispatcher file: its own header beside it is not libcommon's
+	mkdir "$BATS_TEST_TMPDIR/dispatcher"
+	printf '#include "high.h"\n#include "nosuch.h"\n#include "own.h"\n' >"$BATS_TEST_TMPDIR/dispatcher/d.c"
+	: >"$BATS_TEST_TMPDIR/dispatcher/own.h"
+	run climbing_includes "$BATS_TEST_TMPDIR/layers" "$BATS_TEST_TMPDIR"/libcommon/{low,high,stray}.c \
+		"$BATS_TEST_TMPDIR/dispatcher/d.c"
 	assert_output "$BATS_TEST_TMPDIR/libcommon/low.c includes high (layer 2 above 1)
-$BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md"
+$BATS_TEST_TMPDIR/libcommon/stray.c: module 'stray' has no layer in HACKING.md
+$BATS_TEST_TMPDIR/dispatcher/d.c: includes 'nosuch.h', which has no layer in HACKING.md"
 }
 
 # The layer of each dispatcher file, from HACKING.md's table under "### The
@@ -370,6 +380,61 @@ dispatcher_layers() {
 	awk '/^##/ { on = /^### The dispatcher by layer/ } on' "$1" |
 		sed -n 's/^| \([1-9][0-9]*\) | [^|]* | \([a-z_0-9 ]*\) |$/\1 \2/p' |
 		while read -r n files; do for f in $files; do echo "$f $n"; done; done
+}
+
+# The dispatcher's includes that do not go down: "FILE includes NAME.h
+# (layer N, not below M)", for the dispatcher's .c and .h files given.  A
+# file includes its own header and those of the layers below its own,
+# never one of its own layer (the order is strict, as for the calls).  A
+# quoted include names a dispatcher header when the including file's
+# directory holds one of that name, as the compiler looks there first;
+# any other is libcommon's (climbing_includes() checks those).
+dispatcher_includes() {
+	local map=$1 f m n inc l
+	shift
+	for f in "$@"; do
+		m=$(basename "${f%.*}")
+		n=$(awk -v m="$m" '$1 == m { print $2 }' "$map")
+		if [ -z "$n" ]; then echo "$f: no layer in HACKING.md"; continue; fi
+		for inc in $(sed -nE 's/^#include "([a-z_0-9]+)\.h".*/\1/p' "$f"); do
+			if [ "$inc" = "$m" ] || [ ! -f "${f%/*}/$inc.h" ]; then continue; fi
+			l=$(awk -v m="$inc" '$1 == m { print $2 }' "$map")
+			if [ -z "$l" ]; then echo "$f: includes '$inc.h', which has no layer in HACKING.md"; continue; fi
+			[ "$l" -lt "$n" ] || echo "$f includes $inc.h (layer $l, not below $n)"
+		done
+	done
+}
+
+@test "every dispatcher file includes only headers of the layers below its own in HACKING.md's order" {
+	local f n
+	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
+	while read -r f n; do
+		[ -f "$SRC/dispatcher/$f.h" ] || fail "HACKING.md's layer $n names $f.h, which is not in dispatcher/"
+	done <"$BATS_TEST_TMPDIR/layers"
+	run dispatcher_includes "$BATS_TEST_TMPDIR/layers" "$SRC"/dispatcher/*.[ch]
+	assert_output ''
+}
+
+@test "the dispatcher's include lint finds what it must" {
+	local d=$BATS_TEST_TMPDIR/d
+	printf '### The dispatcher by layer\n\n| 2 | base | low peer |\n| 10 | up | high |\n\n### Next\n\n| 1 | not this | stray |\n' >"$BATS_TEST_TMPDIR/H.md"
+	dispatcher_layers "$BATS_TEST_TMPDIR/H.md" >"$BATS_TEST_TMPDIR/layers"
+	mkdir "$d"
+	touch "$d"/{low,high,peer,stray,extra}.h
+	# up (layer 10 above 2: numbers, not strings), within the layer, a
+	# header with no row; not: its own header, a header not beside it
+	# (libcommon's), a header down, a commented or indented line
+	printf '#include "low.h"\n#include "clock.h"\n#include "high.h"\n#include "peer.h"\n#include "extra.h"\n/* #include "high.h" */\n' >"$d/low.c"
+	printf '#include "high.h"\n#include "peer.h"\n#include "low.h"\n' >"$d/high.c"
+	printf '#include "high.h"\n' >"$d/low.h"
+	printf '#include "low.h"\n' >"$d/stray.c"
+	run dispatcher_includes "$BATS_TEST_TMPDIR/layers" "$d"/{low,high,stray}.c "$d"/low.h
+	assert_output "$d/low.c includes high.h (layer 10, not below 2)
+$d/low.c includes peer.h (layer 2, not below 2)
+$d/low.c: includes 'extra.h', which has no layer in HACKING.md
+$d/stray.c: no layer in HACKING.md
+$d/low.h includes high.h (layer 10, not below 2)"
 }
 
 # Calls that do not go down: "FILE uses NAME (DEF, layer N, not below M)",
@@ -636,6 +701,47 @@ hex_copies() {
 	run hex_copies "$BATS_TEST_TMPDIR/x.c"
 	assert_output "$BATS_TEST_TMPDIR/x.c:1:	if (strspn(s, \"0123456789abcdef\") != 64)
 $BATS_TEST_TMPDIR/x.c:2:	if (!strchr(\"0123456789abcdefABCDEF\", c))"
+}
+
+# A request is made by libmicrohttpd's call into routes.c, and only
+# there: work without one (the sweep) begins the store's transaction
+# itself (store_begin()), where settle_sweep() once filled a struct req of
+# its own to borrow the request layer's tx_begin().
+made_requests() {
+	grep -HnE '\bstruct req +[a-z_]+ *(;|=|\[|,)' "$@" | grep -v '^[^:]*/routes\.c:' || true
+}
+
+@test "no dispatcher file but routes.c makes a request" {
+	run made_requests "$SRC"/dispatcher/*.[ch] "$SRC"/cmd/exec-dispatcher.c
+	assert_output ''
+}
+
+@test "the made-request lint finds what it must" {
+	printf '\tstruct req rq;\n\tstruct req *rq = p;\n\tstruct req fake = { 0 };\nint f(struct req *rq);\n' >"$BATS_TEST_TMPDIR/settle.c"
+	run made_requests "$BATS_TEST_TMPDIR/settle.c"
+	assert_output "$BATS_TEST_TMPDIR/settle.c:1:	struct req rq;
+$BATS_TEST_TMPDIR/settle.c:3:	struct req fake = { 0 };"
+}
+
+# The store's mutexes are store.c's: a transaction is begun and ended
+# through its store_begin*() and store_end() (or http.c's tx_*() around
+# them), so that no file above keeps the lock by a path of its own
+# (results.c unlocked it itself after a batch, past the write it left open).
+store_lockers() {
+	grep -HnE 'pthread_[a-z_]+\([^)]*store\.(peek_)?mu\b' "$@" | grep -v '^[^:]*/store\.c:' || true
+}
+
+@test "no dispatcher file but store.c takes or leaves the store's mutex" {
+	run store_lockers "$SRC"/dispatcher/*.c "$SRC"/cmd/exec-dispatcher.c
+	assert_output ''
+}
+
+@test "the store-mutex lint finds what it must" {
+	printf '\tpthread_mutex_unlock(&dsp.store.mu);\n\tif (pthread_mutex_trylock(&dsp_store.peek_mu) != 0)\n\t/* dsp.store.mu guards it */\n' >"$BATS_TEST_TMPDIR/results.c"
+	cp "$BATS_TEST_TMPDIR/results.c" "$BATS_TEST_TMPDIR/store.c"
+	run store_lockers "$BATS_TEST_TMPDIR/results.c" "$BATS_TEST_TMPDIR/store.c"
+	assert_output "$BATS_TEST_TMPDIR/results.c:1:	pthread_mutex_unlock(&dsp.store.mu);
+$BATS_TEST_TMPDIR/results.c:2:	if (pthread_mutex_trylock(&dsp_store.peek_mu) != 0)"
 }
 
 # The dispatcher's bottom layer (util.c, store.c) knows no request: it

@@ -7,7 +7,7 @@
 -- nothing else changes.  The store keeps no schema version; its one fact
 -- in meta is its incarnation, kept across restarts.
 --
--- Tables (the invariants are numbered in dispatcher/dispatcher.h):
+-- Tables (the invariants are numbered in dispatcher/routes.h):
 --   meta      key/value facts about this store: 'incarnation'
 --   sessions  one row per negotiation, and how it ended
 --   runs      submitted work; submit_seq is the feed order

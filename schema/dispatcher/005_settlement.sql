@@ -12,7 +12,7 @@
 -- is missing.  runs.state keeps its own five states (its CHECK cannot be
 -- widened in place): a run's final state beyond them is in settlements,
 -- and a run's state as the protocol shows it is COALESCE(settlements.state,
--- runs.state) (RUN_STATE in dispatcher/dispatcher.h).
+-- runs.state) (RUN_STATE in dispatcher/store.h).
 
 -- When each session stopped being current.  The trigger stamps every end,
 -- whichever statement made it (close, negotiation, admin, the lapse in
