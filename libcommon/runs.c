@@ -175,6 +175,55 @@ check_fields(json_t *o, struct ek_err *e)
 	return 0;
 }
 
+/* The end of the JSON value that starts at p, in compact JSON (no space
+ * outside strings): strings skipped whole, brackets counted. */
+static const char *
+value_end(const char *p)
+{
+	int depth = 0;
+
+	do {
+		if (*p == '"') {
+			for (p++; *p != '"'; p++)
+				if (*p == '\\')
+					p++;
+		} else if (*p == '[' || *p == '{') {
+			depth++;
+		} else if (*p == ']' || *p == '}') {
+			depth--;
+		} else if (depth == 0) {   /* a number or a literal */
+			while (p[1] != ',' && p[1] != '}' && p[1] != ']' && p[1] != '\0')
+				p++;
+		}
+		p++;
+	} while (depth > 0);
+	return p;
+}
+
+/* Find args, env and policy in the canonical content: each member's value
+ * there is its own canonical form (json_dumps() of the value alone, with
+ * the same flags, writes the same bytes), so the execution row takes it
+ * from there instead of serializing it again. */
+static void
+find_members(struct runspec *rs)
+{
+	const char *c = rs->content, *p = c + 1, *key, *val;
+
+	while (*p == '"') {
+		key = p;
+		val = value_end(p) + 1;   /* past the ':' */
+		p = value_end(val);
+		if (strncmp(key, "\"args\":", 7) == 0)
+			rs->args_at.off = (size_t)(val - c), rs->args_at.len = (size_t)(p - val);
+		else if (strncmp(key, "\"env\":", 6) == 0)
+			rs->env_at.off = (size_t)(val - c), rs->env_at.len = (size_t)(p - val);
+		else if (strncmp(key, "\"policy\":", 9) == 0)
+			rs->policy_at.off = (size_t)(val - c), rs->policy_at.len = (size_t)(p - val);
+		if (*p == ',')
+			p++;
+	}
+}
+
 int
 runspec_from_json(json_t *o, struct runspec *rs, struct ek_err *e)
 {
@@ -210,6 +259,7 @@ runspec_from_json(json_t *o, struct runspec *rs, struct ek_err *e)
 		ek_fail(e, EK_OSERR, "out of memory");
 		goto fail;
 	}
+	find_members(rs);
 	return 0;
 fail:
 	runspec_free(rs);

@@ -29,6 +29,9 @@ struct runspec {
 	int64_t due_at;        /* -1 when absent: due at acceptance */
 	int64_t timeout_ms;    /* 0 when absent */
 	char *content;         /* canonical JSON, malloc'd */
+	/* where args, env and policy are in content, each in its canonical
+	 * form (length 0: absent): the execution row stores them so */
+	struct { size_t off, len; } args_at, env_at, policy_at;
 };
 
 /* A run id is 1..128 bytes of [A-Za-z0-9._:-]. */
