@@ -22,6 +22,7 @@ struct acceptor {
 	struct binding b;
 	sqlite3_stmt *find, *ins_accept, *ins_run;
 	int64_t seq;   /* receipts are "<executor id>:<seq>"; the batch holds the write lock */
+	size_t id_len; /* of the executor id */
 	int64_t added; /* new runs, counted once per batch (acceptor_count) */
 };
 
@@ -85,6 +86,7 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 	}
 	a->st = st;
 	a->b = *b;
+	a->id_len = strlen(st->executor_id);
 	a->find = db_prep(&st->db, "SELECT content, receipt, content_sha256 FROM accepts "
 	    "WHERE run_id = ?1", e);
 	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
@@ -165,6 +167,29 @@ insert_run(struct acceptor *a, const struct runspec *rs, int64_t now, struct ek_
 	return rc < 0 ? -1 : 0;
 }
 
+/* The receipt of the next new run, "<executor id>:<seq>", written without
+ * printf (a batch writes one a run). */
+static void
+next_receipt(const struct acceptor *a, char *receipt, size_t n)
+{
+	char digits[24], *d = digits + sizeof digits;
+	unsigned long long v = (unsigned long long)(a->seq + 1);
+	size_t len;
+
+	do
+		*--d = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	len = (size_t)(digits + sizeof digits - d);
+	if (a->id_len + 1 + len >= n) {   /* never with the callers' buffers */
+		snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
+		return;
+	}
+	memcpy(receipt, a->st->executor_id, a->id_len);
+	receipt[a->id_len] = ':';
+	memcpy(receipt + a->id_len + 1, d, len);
+	receipt[a->id_len + 1 + len] = '\0';
+}
+
 int
 acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *out,
     char *receipt, size_t n, struct ek_err *e)
@@ -174,7 +199,7 @@ acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *
 	int rc;
 
 	/* Insert first: a new run is the common case, a known id the exception. */
-	snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
+	next_receipt(a, receipt, n);
 	bind_text(q, 1, rs->run_id, -1);
 	bind_text(q, 2, rs->txn_id, -1);
 	bind_text(q, 5, rs->content, -1);
