@@ -142,8 +142,13 @@ record(struct batch *b, long line, const char *run_id, const char *outcome,
 
 		fprintf(b->out, "%s line %ld%s%s: %s\n", outcome, line, run_id ? " " : "",
 		    run_id ? text_safe(id, sizeof id, run_id) : "", text_safe(safe, sizeof safe, error));
-	} else {
-		fprintf(b->out, "%s %s %s\n", outcome, run_id, receipt);
+	} else {   /* one a run in a batch: no printf */
+		fputs(outcome, b->out);
+		putc(' ', b->out);
+		fputs(run_id, b->out);
+		putc(' ', b->out);
+		fputs(receipt, b->out);
+		putc('\n', b->out);
 	}
 	if (b->receipts && run_id)
 		json_array_append_new(b->receipts, json_pack("{s:s, s:s, s:s}", "run_id", run_id,
@@ -296,28 +301,30 @@ struct input {
 	int64_t size;    /* of standard input when it is a regular file, else -1 */
 };
 
-static inline int
-input_getc(struct input *in)
+/* Refill the buffer once it is used up: false at the end of the input or
+ * on a read error (in->err). */
+static bool
+input_fill(struct input *in)
 {
 	ssize_t n;
 
-	if (in->pos == in->len) {
-		if (in->eof || in->err)
-			return EOF;
-		while ((n = read(STDIN_FILENO, in->buf, sizeof in->buf)) < 0 && errno == EINTR)
-			;
-		if (n <= 0) {
-			if (n < 0)
-				in->err = errno;
-			else
-				in->eof = true;
-			return EOF;
-		}
-		in->read += n;
-		in->pos = 0;
-		in->len = (size_t)n;
+	if (in->pos < in->len)
+		return true;
+	if (in->eof || in->err)
+		return false;
+	while ((n = read(STDIN_FILENO, in->buf, sizeof in->buf)) < 0 && errno == EINTR)
+		;
+	if (n <= 0) {
+		if (n < 0)
+			in->err = errno;
+		else
+			in->eof = true;
+		return false;
 	}
-	return (unsigned char)in->buf[in->pos++];
+	in->read += n;
+	in->pos = 0;
+	in->len = (size_t)n;
+	return true;
 }
 
 /* Would reading the next line wait for whoever writes our input? */
@@ -335,19 +342,27 @@ static long
 read_line(struct input *in, char *buf, int *toolong)
 {
 	long n = 0;
-	int c;
+	bool any = false;
+	const char *p, *nl;
+	size_t take, room;
 
 	*toolong = 0;
-	while ((c = input_getc(in)) != EOF && c != '\n') {
-		if (n < SPEC_LINE_MAX)
-			buf[n++] = (char)c;
-		else
+	while (input_fill(in)) {
+		any = true;
+		p = in->buf + in->pos;
+		nl = memchr(p, '\n', in->len - in->pos);
+		take = nl ? (size_t)(nl - p) : in->len - in->pos;
+		room = (size_t)(SPEC_LINE_MAX - n);
+		if (take > room)
 			*toolong = 1;
+		memcpy(buf + n, p, take < room ? take : room);
+		n += (long)(take < room ? take : room);
+		in->pos += take + (nl != NULL);
+		if (nl)
+			break;
 	}
 	buf[n] = '\0';
-	if (c == EOF && n == 0 && !*toolong)
-		return -1;
-	return n;
+	return any ? n : -1;
 }
 
 /* Fill the chunk from stdin until it is full, the input ends, or the next

@@ -22,6 +22,7 @@ struct acceptor {
 	struct binding b;
 	sqlite3_stmt *find, *ins_accept, *ins_run;
 	int64_t seq;   /* receipts are "<executor id>:<seq>"; the batch holds the write lock */
+	size_t id_len; /* of the executor id */
 	int64_t added; /* new runs, counted once per batch (acceptor_count) */
 };
 
@@ -55,6 +56,25 @@ last_seq(struct acceptor *a, struct ek_err *e)
 	return rc < 0 ? -1 : 0;
 }
 
+/* Bound without a copy: what is bound outlives the step (a spec, the
+ * acceptor's binding, the caller's receipt buffer), and the statements are
+ * reset before it goes.  Text of len bytes, or NUL-terminated if len < 0. */
+static void
+bind_text(sqlite3_stmt *q, int i, const char *s, int len)
+{
+	if (s)
+		sqlite3_bind_text(q, i, s, len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, i);
+}
+
+/* A member of the spec in its canonical form (runs.h), or NULL (absent). */
+static void
+bind_member(sqlite3_stmt *q, int i, const struct runspec *rs, size_t off, size_t len)
+{
+	bind_text(q, i, len ? rs->content + off : NULL, (int)len);
+}
+
 struct acceptor *
 acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 {
@@ -66,6 +86,7 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 	}
 	a->st = st;
 	a->b = *b;
+	a->id_len = strlen(st->executor_id);
 	a->find = db_prep(&st->db, "SELECT content, receipt, content_sha256 FROM accepts "
 	    "WHERE run_id = ?1", e);
 	a->ins_accept = a->find ? db_prep(&st->db, "INSERT INTO accepts(run_id, txn_id, incarnation, "
@@ -78,6 +99,11 @@ acceptor_new(struct state *st, const struct binding *b, struct ek_err *e)
 		acceptor_free(a);
 		return NULL;
 	}
+	/* The binding is the same for every run of the batch: bound once. */
+	bind_text(a->ins_accept, 3, a->b.incarnation, -1);
+	bind_text(a->ins_accept, 4, a->b.session_id, -1);
+	bind_text(a->ins_run, 3, a->b.incarnation, -1);
+	bind_text(a->ins_run, 4, a->b.session_id, -1);
 	return a;
 }
 
@@ -105,7 +131,7 @@ find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *ou
 	int rc;
 
 	sqlite3_reset(a->find);
-	db_bind_text(a->find, 1, rs->run_id);
+	bind_text(a->find, 1, rs->run_id, -1);
 	rc = db_step(&a->st->db, a->find, e);
 	if (rc == 1) {
 		*out = same_spec(a->find, rs->content) ? ACCEPT_DUPLICATE : ACCEPT_CONFLICT;
@@ -115,40 +141,53 @@ find_known(struct acceptor *a, const struct runspec *rs, enum accept_outcome *ou
 	return rc;
 }
 
-static char *
-dump_or_null(json_t *v)
-{
-	return v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
-}
-
 static int
 insert_run(struct acceptor *a, const struct runspec *rs, int64_t now, struct ek_err *e)
 {
 	sqlite3_stmt *q = a->ins_run;
-	char *args = rs->args ? dump_or_null(rs->args) : strdup("[]");
-	char *env = dump_or_null(rs->env), *policy = dump_or_null(rs->policy);
 	int rc;
 
-	sqlite3_reset(q);
-	db_bind_text(q, 1, rs->run_id);
-	db_bind_text(q, 2, rs->txn_id);
-	db_bind_binding(q, 3, &a->b);
-	db_bind_text(q, 5, rs->program);
-	db_bind_text(q, 6, args);
-	db_bind_text(q, 7, env);
-	db_bind_text(q, 8, rs->cwd);
-	db_bind_text(q, 9, policy);
+	bind_text(q, 1, rs->run_id, -1);
+	bind_text(q, 2, rs->txn_id, -1);
+	bind_text(q, 5, rs->program, -1);
+	if (rs->args_at.len)
+		bind_member(q, 6, rs, rs->args_at.off, rs->args_at.len);
+	else
+		bind_text(q, 6, "[]", 2);
+	bind_member(q, 7, rs, rs->env_at.off, rs->env_at.len);
+	bind_text(q, 8, rs->cwd, -1);
+	bind_member(q, 9, rs, rs->policy_at.off, rs->policy_at.len);
 	db_bind_i64(q, 10, rs->due_at >= 0 ? rs->due_at : now);
 	if (rs->timeout_ms > 0)
 		db_bind_i64(q, 11, rs->timeout_ms);
 	else
 		sqlite3_bind_null(q, 11);
-	rc = args ? db_step(&a->st->db, q, e) : ek_fail(e, EK_OSERR, "out of memory");
+	rc = db_step(&a->st->db, q, e);
 	sqlite3_reset(q);
-	free(args);
-	free(env);
-	free(policy);
 	return rc < 0 ? -1 : 0;
+}
+
+/* The receipt of the next new run, "<executor id>:<seq>", written without
+ * printf (a batch writes one a run). */
+static void
+next_receipt(const struct acceptor *a, char *receipt, size_t n)
+{
+	char digits[24], *d = digits + sizeof digits;
+	unsigned long long v = (unsigned long long)(a->seq + 1);
+	size_t len;
+
+	do
+		*--d = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	len = (size_t)(digits + sizeof digits - d);
+	if (a->id_len + 1 + len >= n) {   /* never with the callers' buffers */
+		snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
+		return;
+	}
+	memcpy(receipt, a->st->executor_id, a->id_len);
+	receipt[a->id_len] = ':';
+	memcpy(receipt + a->id_len + 1, d, len);
+	receipt[a->id_len + 1 + len] = '\0';
 }
 
 int
@@ -157,19 +196,19 @@ acceptor_add(struct acceptor *a, const struct runspec *rs, enum accept_outcome *
 {
 	sqlite3_stmt *q = a->ins_accept;
 	int64_t now = now_ms();
+	int rc;
 
 	/* Insert first: a new run is the common case, a known id the exception. */
-	snprintf(receipt, n, "%s:%lld", a->st->executor_id, (long long)(a->seq + 1));
-	sqlite3_reset(q);
-	db_bind_text(q, 1, rs->run_id);
-	db_bind_text(q, 2, rs->txn_id);
-	db_bind_binding(q, 3, &a->b);
-	db_bind_text(q, 5, rs->content);
-	db_bind_text(q, 6, receipt);
+	next_receipt(a, receipt, n);
+	bind_text(q, 1, rs->run_id, -1);
+	bind_text(q, 2, rs->txn_id, -1);
+	bind_text(q, 5, rs->content, -1);
+	bind_text(q, 6, receipt, -1);
 	db_bind_i64(q, 7, now);
-	if (db_step(&a->st->db, q, e) < 0)
-		return -1;
+	rc = db_step(&a->st->db, q, e);
 	sqlite3_reset(q);
+	if (rc < 0)
+		return -1;
 	if (sqlite3_changes(a->st->db.h) == 0)   /* accepted before: same content or not? */
 		return find_known(a, rs, out, receipt, n, e) == 1 ? 0 :
 		    ek_fail(e, EK_SOFTWARE, "run '%s': conflict without a row", rs->run_id);

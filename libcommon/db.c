@@ -229,6 +229,28 @@ queue_open(struct db *db)
 	db->queue_fd = fd;
 }
 
+/* A writer that asks for its turn says so, from before it asks until it
+ * has it (or gave up): a shared lock on byte 0 of the queue file, an open
+ * file description lock, which is apart from the flock that is the turn.
+ * db_yield() looks for it.  Best effort: unsaid, a waiter only waits for
+ * one more chunk. */
+static void
+queue_say_waiting(struct db *db, bool waiting)
+{
+	struct flock l = { .l_type = waiting ? F_RDLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1 };
+
+	fcntl(db->queue_fd, F_OFD_SETLK, &l);
+}
+
+/* Is a writer waiting for its turn (queue_say_waiting())? */
+static bool
+queue_has_waiter(struct db *db)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+
+	return fcntl(db->queue_fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+}
+
 /* A wait that runs out goes on to BEGIN IMMEDIATE, whose busy handler
  * counts from wait_from: the lock is then tried once more, not waited for
  * a second time. */
@@ -236,8 +258,12 @@ static void
 queue_take(struct db *db)
 {
 	queue_open(db);
-	if (db->queue_fd >= 0 && lock_wait(db->queue_fd, LOCK_EX, db->wait_from + db->busy_ms) == 0)
+	if (db->queue_fd < 0)
+		return;
+	queue_say_waiting(db, true);
+	if (lock_wait(db->queue_fd, LOCK_EX, db->wait_from + db->busy_ms) == 0)
 		db->queued = true;
+	queue_say_waiting(db, false);
 }
 
 static void
@@ -371,8 +397,17 @@ db_yield(struct db *db)
 {
 	int64_t left = db->committed_at + DB_YIELD_MS - mono_ms();
 
-	if (db->committed_at && left > 0)
-		sleep_ms(left);
+	if (!db->committed_at)
+		return;
+	if (db->queue_fd < 0) {   /* no queue: the busy handler's tries must meet a gap */
+		if (left > 0)
+			sleep_ms(left);
+		return;
+	}
+	/* The kernel woke the writers waiting for their turn when we let it
+	 * go: wait until each has it, then queue behind them. */
+	while (queue_has_waiter(db) && mono_ms() < db->committed_at + DB_YIELD_MAX_MS)
+		sleep_ms(1);
 }
 
 void

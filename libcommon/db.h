@@ -33,8 +33,11 @@
 #define DB_BUSY_POLL_MS 5
 
 /* The lock left free between two transactions of a chunked writer
- * (db_yield()): twice the poll, so that a waiting writer gets in. */
+ * (db_yield()) where writers do not queue: twice the poll, so that a
+ * waiting writer gets in.  Where they queue, the writers that wait are
+ * let in first, waited for at most DB_YIELD_MAX_MS after the commit. */
 #define DB_YIELD_MS (2 * DB_BUSY_POLL_MS)
+#define DB_YIELD_MAX_MS 100
 
 /* db_wait: pauses between tries, and how often a waiter is told to say so. */
 #define DB_WAIT_FIRST_MS 50
@@ -128,10 +131,16 @@ void db_busy_ms(struct db *db, int64_t ms);
  * transaction.  false: not complete (busy; the next checkpoint does it). */
 bool db_checkpoint(struct db *db, int64_t wait_ms);
 
-/* Between the transactions of a long writer: leave the lock free until
- * DB_YIELD_MS have passed since the last commit, so that a writer waiting
- * for it (a supervisor with a chosen result, a heartbeat) gets in instead
- * of waiting for the whole job. */
+/* Between the transactions of a long writer, so that a writer waiting for
+ * the lock (a supervisor with a chosen result, a heartbeat) gets in
+ * instead of waiting for the whole job.  Where writers queue
+ * (db_queue_writers()), each writer says that it waits for its turn, and
+ * this lets every one that waits take its turn first (the kernel woke
+ * them at the commit), then returns: no pause when none waits.  Without
+ * a queue, the lock is left free until DB_YIELD_MS have passed since the
+ * last commit, for busy handlers to find it free.  A connection outside
+ * the queue (an operator's sqlite3 shell) finds the lock free only in the
+ * gaps between chunks. */
 void db_yield(struct db *db);
 
 /*

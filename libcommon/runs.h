@@ -25,10 +25,13 @@
 struct runspec {
 	json_t *root;          /* the parsed object; fields below point into it */
 	const char *run_id, *txn_id, *program, *cwd;
-	json_t *args, *env, *policy;
+	json_t *args, *env, *policy;   /* NULL, as root, when the plain path read it */
 	int64_t due_at;        /* -1 when absent: due at acceptance */
 	int64_t timeout_ms;    /* 0 when absent */
 	char *content;         /* canonical JSON, malloc'd */
+	/* where args, env and policy are in content, each in its canonical
+	 * form (length 0: absent): the execution row stores them so */
+	struct { size_t off, len; } args_at, env_at, policy_at;
 };
 
 /* A run id is 1..128 bytes of [A-Za-z0-9._:-]. */
@@ -37,6 +40,10 @@ bool run_id_valid(const char *id);
 /* Parse and validate one spec (len bytes, not NUL-terminated); EK_DATAERR
  * with the offending field named on failure. */
 int runspec_parse(const char *buf, size_t len, struct runspec *rs, struct ek_err *e);
+/* The plain path of runspec_parse() alone (runspec.c): 1 read (rs filled,
+ * no JSON tree: root, args, env and policy NULL, the content's ranges
+ * set), 0 not a plain spec (rs empty; runspec_parse() gives the answer). */
+int runspec_parse_plain(const char *buf, size_t len, struct runspec *rs);
 int runspec_from_json(json_t *obj, struct runspec *rs, struct ek_err *e);
 void runspec_free(struct runspec *rs);
 

@@ -136,6 +136,24 @@ exported_ids() {
 	[ "$(sql "SELECT count(DISTINCT receipt) FROM accepts")" = "$n" ]
 }
 
+@test "a writer that comes during a large accept gets in between two of its chunks, not after it" {
+	start_dispatcher
+	open_session
+	local n=$((ACCEPT_CHUNK_RUNS * 100)) f=$BATS_TEST_TMPDIR/big
+	runs 1 "$n" >"$f"
+	exec-accept <"$f" >/dev/null 2>"$BATS_TEST_TMPDIR/big.err" 3>&- &
+	local acc=$!
+	wait_until '[ "$(sql "SELECT count(*) FROM accepts")" -ge "$ACCEPT_CHUNK_RUNS" ]'
+	local t0=$EPOCHREALTIME
+	spec w1 | exec-accept >/dev/null
+	# it did not wait out the lock timeout (5 s) for a gap, and accepts are
+	# numbered in the order they were written: w1 came before the batch's end
+	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a < 2.5) }' || fail "w1 waited $t0 -> $EPOCHREALTIME"
+	[ "$(sql "SELECT count(*) FROM accepts WHERE rowid < (SELECT rowid FROM accepts WHERE run_id = 'w1')")" -lt "$n" ]
+	wait "$acc" || fail "$(cat "$BATS_TEST_TMPDIR/big.err")"
+	[ "$(sql "SELECT count(*) FROM accepts")" = $((n + 1)) ]
+}
+
 @test "--export-evidence works in chunks: a kill between them leaves every row in the file or in the state" {
 	start_dispatcher
 	open_session

@@ -110,6 +110,23 @@ accept_line() {
 	[ "$(sql "SELECT count(*) FROM accepts") $(sql "SELECT count(*) FROM runs")" = "1 1" ]
 }
 
+@test "a spec written with spaces and a spec with escapes are the same run when their content is" {
+	open_session
+	# plain strings, spaces, keys out of order: read without building a JSON tree
+	accept_line '{ "txn_id" : "t-r1", "args" : [ "a b", "c" ], "run_id": "r1", "program": "/bin/echo", "due_at": 0 }'
+	assert_success
+	[ "$(sql "SELECT content FROM accepts WHERE run_id='r1'")" = '{"args":["a b","c"],"due_at":0,"program":"/bin/echo","run_id":"r1","txn_id":"t-r1"}' ]
+	[ "$(sql "SELECT args || program || due_at FROM runs WHERE run_id='r1'")" = '["a b","c"]/bin/echo0' ]
+	# the same spec with escapes goes through jansson, and is the same run
+	accept_line '{"txn_id":"t-r1","args":["a\u0020b","\u0063"],"run_id":"r1","program":"\/bin/echo","due_at":0}' --json
+	assert_success
+	[ "$(jget "$output" '$.outcome')" = duplicate ]
+	# a leading zero is not a JSON number: refused by name, not read as 0
+	accept_line '{"run_id":"r2","txn_id":"t","program":"/bin/true","due_at":00}'
+	[ "$status" -eq "$EK_DATAERR" ] || fail "status $status: $output"
+	[[ $output == "invalid line 1: malformed JSON"* ]] || fail "$output"
+}
+
 @test "the same run id with other content is a conflict and changes nothing" {
 	open_session
 	accept_line "$(spec r1 /bin/echo '["one"]')"
