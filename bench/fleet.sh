@@ -52,6 +52,9 @@ Environment (defaults in brackets):
   FLEET_DATA         scratch dir for the data (fleet-*.dat) [$here/fleet-data]
   FLEET_CGROUP=0     do not measure the bench's CPU in a cgroup v2 of its own
   FLEET_KEEP=1       keep the work directory (states, stores, logs)
+  FLEET_SPLIT=1      the dispatcher and the probe on CPU 0, the fleet on the
+                     others (taskset): a dispatcher with a machine of its
+                     own, whose heartbeats wait for no executor's CPU
 USAGE
 }
 case ${1:-} in -h | --help) usage; exit 0 ;; esac
@@ -79,6 +82,7 @@ SLOTS=$(num FLEET_SLOTS 4)
 # (exec-loop's own default, two ticks, spreads it before it reaches the
 # gate, and the recovery then takes about as long as the jitter).
 JITTER=$(num FLEET_JITTER_MS 0)
+SPLIT=$(num FLEET_SPLIT 0)
 WORK=$(num FLEET_WORK $((N / (2 * TICK) > 1 ? N / (2 * TICK) : 1)))
 STEADY_S=$(num FLEET_STEADY_S $((4 * TICK > 5 ? 4 * TICK : 5)))
 OUTAGE_S=$(num FLEET_OUTAGE_S $((TICK > 3 ? TICK : 3)))
@@ -99,6 +103,15 @@ B=$(cd "$B" 2>/dev/null && pwd) || { echo "fleet: no build dir '${1:-${BUILD:-$t
 die() { echo "fleet: $*" >&2; exit 1; }
 say() { echo "fleet: $*" >&2; }
 
+# FLEET_SPLIT=1: the commands the dispatcher's side and the fleet's run under.
+disp_cpu=()
+fleet_cpu=()
+if [ "$SPLIT" = 1 ]; then
+	ncpu=$(nproc)
+	[ "$ncpu" -ge 2 ] || { echo "fleet: FLEET_SPLIT=1 needs 2 CPUs, this machine has $ncpu" >&2; exit 69; }
+	disp_cpu=(taskset -c 0)
+	fleet_cpu=(taskset -c "1-$((ncpu - 1))")
+fi
 for t in curl sqlite3 awk; do
 	command -v "$t" >/dev/null 2>&1 || die "missing: $t (Debian: apt-get install curl sqlite3 mawk)"
 done
@@ -227,7 +240,7 @@ start_dispatcher() {   # DIR PORT [OPTION...]: on 127.0.0.1; sets url, port, dis
 	local d=$1 p=$2 i try
 	for ((try = 0; try < 20; try++)); do
 		rm -f "$d/port"
-		"$B/exec-dispatcher" --port "$p" --port-file "$d/port" --store "$d/dispatcher.db" --quiet "${@:3}" \
+		"${disp_cpu[@]}" "$B/exec-dispatcher" --port "$p" --port-file "$d/port" --store "$d/dispatcher.db" --quiet "${@:3}" \
 			2>>"$d/dispatcher.log" &
 		disp_pid=$!
 		for ((i = 0; i < 200; i++)); do
@@ -289,7 +302,7 @@ probe() {
 	for ((i = 0; i < 5 * 3600; i++)); do
 		[ -e "$work/stop" ] && break
 		t=$EPOCHREALTIME
-		out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 -X POST \
+		out=$("${disp_cpu[@]}" curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 -X POST \
 			-H "@$d/probe.hdr" "$url/v1/sessions/$sid/heartbeat") || true
 		echo "$t ${out:-000 5}" >>"$d/probe"
 		t=$(calc '%.3f' "0.2 - ($EPOCHREALTIME - $t)")
@@ -388,7 +401,7 @@ handout() {   # STATE-DIR: exec-accept R runs from the feed into it (its own ses
 	local k try
 	for ((k = 0; k < R; k += 1000)); do
 		for ((try = 0; try < 10; try++)); do   # 75: state busy, try again
-			"$B/exec-accept" --state-dir "$1" --from-dispatcher --max $((R - k < 1000 ? R - k : 1000)) \
+			"${fleet_cpu[@]}" "$B/exec-accept" --state-dir "$1" --from-dispatcher --max $((R - k < 1000 ? R - k : 1000)) \
 				>/dev/null 2>>"$1.accept.log" && break
 			nap 0.1
 		done
@@ -475,7 +488,7 @@ fleet_run() {   # MODE (gate | nogate)
 	# The fleet, started over one tick so that the loops' ticks spread.
 	for ((i = 1; i <= N; i++)); do
 		mkdir -m 700 "$d/x$i"
-		PATH="$B:$PATH" "$loop" --dispatcher "$url" --state-dir "$d/x$i" --tick "$TICK" --slots "$SLOTS" \
+		PATH="$B:$PATH" "${fleet_cpu[@]}" "$loop" --dispatcher "$url" --state-dir "$d/x$i" --tick "$TICK" --slots "$SLOTS" \
 			"${loop_opts[@]}" 2>"$d/x$i.log" &
 		loop_pids+=("$!")
 		nap "$(calc '%.3f' "$TICK / $N")"
@@ -782,7 +795,7 @@ t_all=$SECONDS
 cgroup_enter
 read -r load _ </proc/loadavg
 say "build $B, exec-loop $loop; $N executors, $R results each; tick ${TICK}s, slots $SLOTS;" \
-	"gate $GATE; jitter: $jitter_note; load average now $load"
+	"gate $GATE; jitter: $jitter_note; CPUs: ${disp_cpu[*]:+the dispatcher and the probe on 0, the fleet on the rest}${disp_cpu[*]:-shared}; load average now $load"
 # The dispatcher's result rate, one client: three rounds, before, between
 # and after the two runs, so that a machine whose load drifts hits both.
 floor_build

@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "protocol.h"
@@ -41,6 +44,7 @@
 #include "routes.h"
 
 enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
+enum { BULK_NICE = 10 };   /* the nice of a thread serving results or the feed */
 
 /* The route table: each endpoint (doc/protocol.md's endpoint table, which
  * tests/docs.bats holds to this one), its handler, its kind (for the
@@ -145,6 +149,24 @@ req_classify(struct req *rq, const struct route *r)
 		rq->kind = RK_OTHER;
 		rq->limit = V1_MAX;
 	}
+}
+
+/* A connection's thread (libmicrohttpd gives each its own) that serves a
+ * result or the work feed lowers its own CPU priority, once: while a
+ * fleet delivers what it kept through an outage the dispatcher's CPU is
+ * all results, and a heartbeat, which keeps a session, must not queue for
+ * the CPU behind them.  Linux's nice is a thread's own (the calling
+ * thread's id); it can only be raised, so it is not given back: the
+ * thread ends with its connection. */
+static void
+req_yield_cpu(const struct req *rq)
+{
+	static __thread bool yielded;
+
+	if (yielded || (rq->kind != RK_RESULT && rq->kind != RK_FEED))
+		return;
+	yielded = true;
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BULK_NICE);
 }
 
 /* Run the request's handler (or answer 404/405); the HTTP status. */
@@ -262,6 +284,7 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
 		req_classify(rq, NULL);
 	}
+	req_yield_cpu(rq);
 	/* an /admin/ request without the admin token is refused before
 	 * anything else: it takes no fault and reaches no handler */
 	if (rq->kind == RK_ADMIN && (rq->denied = auth_admin(rq)))

@@ -551,6 +551,35 @@ default_dispatcher() {
 	wait "$bg" || true
 }
 
+# thread_nices: the nice of each of the dispatcher's threads, one a line
+# (field 19 of /proc/PID/task/TID/stat, counted after the command's name).
+thread_nices() {
+	local f
+	for f in /proc/"$DISP_PID"/task/*/stat; do
+		sed 's/.*) //' "$f" 2>/dev/null | cut -d' ' -f17
+	done
+}
+
+@test "a thread serving a result or the work feed yields the CPU (nice 10); the dispatcher's own keep theirs" {
+	negotiate
+	take r1
+	# the feed's connection of take has ended, and its thread with it
+	wait_until '[ "$(thread_nices | grep -cvx 0)" = 0 ]'
+	api POST /admin/faults '{"kind":"hang","delay_ms":3600000}'
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -H @"$BATS_TEST_TMPDIR/auth" \
+		--data-binary "$(result_body r1)" "$DISP_URL/v1/results" 2>/dev/null &
+	local bg=$!
+	wait_until 'api GET /admin/stats; [[ $(num result) == 1 && $(num in_flight) -ge 2 ]]'
+	wait_until '[ "$(thread_nices | grep -cx 10)" = 1 ]'
+	negotiate "$XID2"                  # (r1 is offered to the first until its result is in)
+	feed_wait 30000                    # a feed request that waits for work
+	wait_until '[ "$(thread_nices | grep -cx 10)" = 2 ]'
+	[ "$(thread_nices | grep -cvx '0\|10')" = 0 ] || fail "nices: $(thread_nices | sort | uniq -c)"
+	stop_dispatcher_ok
+	wait "$bg" || true
+	wait "$FEED_PID" || true
+}
+
 @test "faults match a path prefix and DELETE clears them" {
 	api POST /admin/faults '{"kind":"5xx","count":3,"path":"/admin/summary"}'
 	[[ $code == 200 && $(num count) == 3 ]]

@@ -525,6 +525,45 @@ two_retained() { retained 2; }   # j1 and j2
 	[ "$(disp_charges j1) $(disp_charges j2)" = "1 1" ]
 }
 
+# note_nices: the next start_loop runs the loop beside an exec-reconcile
+# that notes its niceness (nice(1) with no operand prints it) in
+# $BATS_TEST_TMPDIR/nices, a line for each drain it runs.
+note_nices() {
+	loop_bin_but exec-reconcile
+	# shellcheck disable=SC2016 # the wrapper's own words, expanded when it runs
+	printf '#!/bin/sh\ncase " $* " in *" --drain "*) nice >>"%s/nices" ;; esac\nexec "%s" "$@"\n' \
+		"$BATS_TEST_TMPDIR" "$(command -v exec-reconcile)" >"$LOOP_BIN/exec-reconcile"
+	chmod +x "$LOOP_BIN/exec-reconcile"
+}
+
+@test "the reconcile worker delivers 10 steps of nice below the loop; --reconcile-nice 0 at its own" {
+	local base
+	base=$(nice)   # the loop's, which it inherits from here
+	two_retained
+	note_nices
+	start_loop --jitter-ms 0
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 2 ]'
+	stop_loop
+	run sort -u "$BATS_TEST_TMPDIR/nices"
+	assert_output "$((base + 10 > 19 ? 19 : base + 10))"
+	# at the loop's own priority when told so (and the bound is nice's)
+	open_session                     # k1 retained, as two_retained left j1 and j2
+	submit_and_accept "$(spec k1)"
+	fault 5xx 1000
+	exec-run start --wait --budget-ms 100 >/dev/null 2>&1 || true
+	admin DELETE /admin/faults >/dev/null
+	exec-session close >/dev/null
+	rm -f "$BATS_TEST_TMPDIR/nices"
+	start_loop --jitter-ms 0 --reconcile-nice 0
+	wait_until '[ "$(sql "SELECT count(*) FROM receipts")" = 3 ]'
+	stop_loop
+	run sort -u "$BATS_TEST_TMPDIR/nices"
+	assert_output "$base"
+	run exec-loop --dispatcher "$DISP_URL" --reconcile-nice 20
+	[ "$status" -eq "$EK_USAGE" ]
+	assert_output --partial "--reconcile-nice: '20' is not a number from 0 to 19"
+}
+
 # beats N: wait until the current session has beaten N more times.
 beats() {
 	local i beat
