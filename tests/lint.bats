@@ -405,13 +405,19 @@ dispatcher_includes() {
 	done
 }
 
-@test "every dispatcher file includes only headers of the layers below its own in HACKING.md's order" {
+# layer_map EXT: HACKING.md's dispatcher layers into $BATS_TEST_TMPDIR/layers
+# ("FILE LAYER" lines), each FILE.EXT there in dispatcher/.
+layer_map() {
 	local f n
 	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ] || fail "HACKING.md draws fewer than 15 dispatcher files"
 	while read -r f n; do
-		[ -f "$SRC/dispatcher/$f.h" ] || fail "HACKING.md's layer $n names $f.h, which is not in dispatcher/"
+		[ -f "$SRC/dispatcher/$f.$1" ] || fail "HACKING.md's layer $n names $f.$1, which is not in dispatcher/"
 	done <"$BATS_TEST_TMPDIR/layers"
+}
+
+@test "every dispatcher file includes only headers of the layers below its own in HACKING.md's order" {
+	layer_map h
 	run dispatcher_includes "$BATS_TEST_TMPDIR/layers" "$SRC"/dispatcher/*.[ch]
 	assert_output ''
 }
@@ -514,12 +520,7 @@ climbing_calls() {
 }
 
 @test "every dispatcher file calls only into the layers below its own in HACKING.md's order" {
-	local f n
-	dispatcher_layers "$SRC/HACKING.md" >"$BATS_TEST_TMPDIR/layers"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/layers")" -ge 15 ]
-	while read -r f n; do
-		[ -f "$SRC/dispatcher/$f.c" ] || fail "HACKING.md's layer $n names $f.c, which is not in dispatcher/"
-	done <"$BATS_TEST_TMPDIR/layers"
+	layer_map c
 	run climbing_calls "$BATS_TEST_TMPDIR/layers" "$SRC"/dispatcher/*.c
 	assert_output ''
 }
