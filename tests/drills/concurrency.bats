@@ -76,7 +76,7 @@ hammer() {
 # ("status N") into $BATS_TEST_TMPDIR/cancel.RUN.I.
 cancel_one() {
 	local rc=0
-	exec-run cancel "$1" --session "$2" --timeout-ms "$WAIT_MS" >"$BATS_TEST_TMPDIR/cancel.$1.$3" 2>&1 || rc=$?
+	exec-run cancel "$1" --session "$2" >"$BATS_TEST_TMPDIR/cancel.$1.$3" 2>&1 || rc=$?
 	echo "status $rc" >>"$BATS_TEST_TMPDIR/cancel.$1.$3"
 }
 
