@@ -144,10 +144,9 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	int code;
 
 	outcome_describe(end, r->program, r->timeout_ms, &outcome, &code, msg, sizeof msg);
-	if (!left)
-		return ek_fail(e, EK_OSERR, "out of memory");
 	/* The guest has ended: its run leaves its share dimensions in the
-	 * result's commit. */
+	 * result's commit (left NULL, out of memory: the row's delete leaves,
+	 * by a trigger, and the others' files catch up later). */
 	db_wait_begin(&st->db, &w);
 	while (run_commits(st, RUN_DURABLE, e) < 0 || result_choose(st, r->run_id, &r->b, outcome, code,
 	    end->why == GUEST_EXEC_FAILED || end->why == GUEST_NOT_RUN ? -1 : end->wait_status,
@@ -165,7 +164,7 @@ finish(struct state *st, const struct opts *o, const struct run *r, const struct
 	 * next run's start marker in a chain, else the close (lifecycle.h). */
 	if (run_commits(st, RUN_LAZY, e) < 0)
 		ek_clear(e);
-	if (shares_left(st, r->run_id, left, 0, NULL, e) < 0)
+	if (left && shares_left(st, r->run_id, left, 0, NULL, e) < 0)
 		ek_report(PROG, e);   /* not fatal: the others' files catch up at their next publish */
 	json_decref(left);
 	if (deliver_result(st, r->run_id, DELIVER_MAX_ATTEMPTS, mono_ms() + o->budget_ms, &d, e) < 0)

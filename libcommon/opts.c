@@ -11,7 +11,7 @@
 #define HELP_COLUMN 25
 #define OPTS_MAX 64
 
-/* The rows opts_parse() took, for opts_command()'s check of .cmds: one
+/* The rows opts_parse() took, for opts_command()'s check against .only: one
  * command line per process, as getopt's optind. */
 static bool taken[OPTS_MAX];
 
