@@ -124,13 +124,17 @@ split_words(const char *list, char *buf, size_t size, const char **w, size_t n)
 	return w;
 }
 
+/* Is word one of list's words (apart by blanks)? */
 static bool
 in_list(const char *word, const char *list)
 {
-	const char *w[OPTS_MAX];
-	char buf[1024];
+	size_t n = strlen(word), k;
+	const char *p = list + strspn(list, " ");
 
-	return text_word_in(word, split_words(list, buf, sizeof buf, w, OPTS_MAX));
+	for (; *p; p += k, p += strspn(p, " "))
+		if ((k = strcspn(p, " ")) == n && strncmp(p, word, n) == 0)
+			return true;
+	return false;
 }
 
 /* The .only entry that keeps row r to some commands, or NULL. */
@@ -151,30 +155,6 @@ goes_with(const struct opts_spec *s, const struct opt *r, const char *cmd)
 	const struct opts_only *k = only_of(s, r);
 
 	return !k || in_list(cmd, k->cmds);
-}
-
-/* Every name in .only is an option and a command of the tables: a table
- * that names what is not there is a programming error. */
-static void
-check_only(const struct opts_spec *s)
-{
-	const char *w[OPTS_MAX];
-	char buf[1024];
-	size_t i, j, k;
-
-	for (i = 0; i < s->nonly; i++) {
-		split_words(s->only[i].opts, buf, sizeof buf, w, OPTS_MAX);
-		for (j = 0; w[j]; j++) {
-			for (k = 0; k < s->nopts && strcmp(s->opts[k].name, w[j]) != 0; k++)
-				;
-			if (k == s->nopts)
-				abort();
-		}
-		split_words(s->only[i].cmds, buf, sizeof buf, w, OPTS_MAX);
-		for (j = 0; w[j]; j++)
-			if (!cli_find_command(w[j], s->cmds, s->ncmds))
-				abort();
-	}
 }
 
 /* Every option taken goes with cmd: 0, or the usage error. */
@@ -203,7 +183,6 @@ opts_parse(const struct opts_spec *s, int argc, char **argv, void *o)
 
 	if (s->nopts > OPTS_MAX)
 		abort();   /* a table larger than this file allows: a programming error */
-	check_only(s);
 	getopt_tables(s, lo, shorts);
 	memset(taken, 0, sizeof taken);
 	opterr = 0;   /* cli_bad_option() says it, once */
@@ -437,9 +416,36 @@ commands_data(FILE *f, const struct opts_spec *s, const char *path, const char *
 	}
 }
 
+/* Every name in .only is an option and a command of the tables: a table
+ * that names what is not there is a programming error.  Checked where the
+ * tables are printed for the completion, which the build makes (and
+ * tests/cli.bats asks of every tool), not at every start. */
+static void
+check_only(const struct opts_spec *s)
+{
+	const char *w[OPTS_MAX];
+	char buf[1024];
+	size_t i, j, k;
+
+	for (i = 0; i < s->nonly; i++) {
+		split_words(s->only[i].opts, buf, sizeof buf, w, OPTS_MAX);
+		for (j = 0; w[j]; j++) {
+			for (k = 0; k < s->nopts && strcmp(s->opts[k].name, w[j]) != 0; k++)
+				;
+			if (k == s->nopts)
+				abort();
+		}
+		split_words(s->only[i].cmds, buf, sizeof buf, w, OPTS_MAX);
+		for (j = 0; w[j]; j++)
+			if (!cli_find_command(w[j], s->cmds, s->ncmds))
+				abort();
+	}
+}
+
 void
 opts_completion(FILE *f, const struct opts_spec *s)
 {
+	check_only(s);
 	options_data(f, s);
 	if (s->args)
 		fprintf(f, "args\t%s\t%s\n", s->prog, s->args);
