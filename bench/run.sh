@@ -2,7 +2,7 @@
 # bench/run.sh [NAME...] — execkit's benchmarks, each printed beside a floor
 # measured on this machine in this same run, as a ratio (median of
 # BENCH_ROUNDS rounds).  NAME: accept-one accept-batch lookup loop-e2e
-# drain pass completion retention (default: all).  Benchmarks print figures; they assert nothing, but exit
+# drain pass completion retention isolation (default: all).  Benchmarks print figures; they assert nothing, but exit
 # non-zero when a command under test fails.  See bench/README.md.
 set -euo pipefail
 export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
@@ -10,7 +10,7 @@ export LC_ALL=C   # a '.' decimal point in $EPOCHREALTIME and awk
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 B=${EXECKIT_BUILDDIR:-$top/build}
-ALL=(accept-one accept-batch lookup loop-e2e drain pass completion retention)
+ALL=(accept-one accept-batch lookup loop-e2e drain pass completion retention isolation)
 
 usage() {
 	cat <<USAGE
@@ -37,6 +37,7 @@ Environment (defaults in brackets):
   BENCH_COMPLETE_ROWS  completion: queued runs of the current session [100000]
   BENCH_COMPLETE_N     completion: completions per round (mean) [20]
   BENCH_RETAIN_N       retention: runs delivered, then pruned and compacted [10000]
+  BENCH_ISOLATE_N      isolation: guests spawned per way and round [400]
   BENCH_KEEP=1         keep the temporary directory
 USAGE
 }
@@ -63,13 +64,14 @@ PASS_N=$(num BENCH_PASS_N 5)
 COMPLETE_ROWS=$(num BENCH_COMPLETE_ROWS 100000)
 COMPLETE_N=$(num BENCH_COMPLETE_N 20)
 RETAIN_N=$(num BENCH_RETAIN_N 10000)
+ISOLATE_N=$(num BENCH_ISOLATE_N 400)
 [ "$PASS_MAX" -le 256 ] || { echo "bench: BENCH_PASS_MAX='$PASS_MAX' is more than exec-reconcile's --max allows (256)" >&2; exit 64; }
 
 names=()
 for a in "$@"; do
 	case $a in
 	-h | --help) usage; exit 0 ;;
-	accept-one | accept-batch | lookup | loop-e2e | drain | pass | completion | retention) names+=("$a") ;;
+	accept-one | accept-batch | lookup | loop-e2e | drain | pass | completion | retention | isolation) names+=("$a") ;;
 	*) echo "bench: unknown benchmark '$a' (one of: ${ALL[*]})" >&2; exit 64 ;;
 	esac
 done
@@ -152,6 +154,7 @@ read -ra sq_libs <<<"$(pkg-config --libs sqlite3)"
 read -ra cu_cflags <<<"$(pkg-config --cflags libcurl)"
 read -ra cu_libs <<<"$(pkg-config --libs libcurl)"
 cc "${cflags[@]}" -o "$bin/spawnloop" "$here/spawnloop.c"
+cc "${cflags[@]}" -o "$bin/isolate_cost" "$here/isolate_cost.c"
 # The SQLite floors link libsqlite3 as the tools do: statically when
 # libsqlite3.a is installed (configure's --enable-static-deps).
 floor_link=dynamic
@@ -1024,6 +1027,46 @@ bench_retention() {
 		"$(per_run "$rec")" "$(per_run "$frec")" "$(ratio "$rec" "$frec")" "-"
 	row "retention: after --prune-records + compact, state.db vs a new state" \
 		"$(calc '%.0f KiB' "$left / 1024")" "$(calc '%.0f KiB' "$empty / 1024")" "$(ratio "$left" "$empty")" "<= 1.1x"
+}
+
+# --- 9. isolation ------------------------------------------------------------------
+# What isolating a guest costs, in CPU per guest (isolate_cost.c), against
+# spawning it bare, and what a spawner per slot would save: the ways
+# alternate within each round.
+bench_isolation() {
+	local d=$work/isolation r way mnt own cg why='' cpu
+	local -A label=(
+		[fresh]="isolation: namespaces and a cgroup made per guest (before)"
+		[kept]="isolation: namespaces per guest, the chain's cgroup (exec-run)"
+		[spawner]="isolation: a spawner's user ns, a mount ns per guest"
+		[shared]="isolation: a spawner's namespaces, mounts renewed per guest"
+	)
+	mkdir -p "$d"
+	mnt=$(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo)
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	cg=$mnt${own%/}
+	if [ -z "$mnt" ] || [ -z "$own" ] || [ ! -w "$cg" ]; then
+		why="no writable cgroup v2 directory of ours"
+	elif ! "$bin/isolate_cost" fresh 1 "$cg" >/dev/null 2>"$d/err"; then
+		why="isolate_cost cannot isolate here: $(head -n 1 "$d/err")"
+	fi
+	if [ -n "$why" ]; then
+		echo "bench: $why: skipping the isolation rows" >&2
+		for way in fresh kept spawner shared; do row "${label[$way]}" - "($why)" - -; done
+		return 0
+	fi
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for way in bare fresh kept spawner shared; do
+			read -r _ cpu < <("$bin/isolate_cost" "$way" "$ISOLATE_N" "$cg") || die "isolate_cost $way failed"
+			[ -n "$cpu" ] || die "isolate_cost $way failed"
+			echo "$cpu" >>"$d/$way"
+		done
+	done
+	for way in bare fresh kept spawner shared; do median "$d/$way" >"$d/$way.med"; done
+	for way in fresh kept spawner shared; do
+		row "${label[$way]}: CPU a guest vs bare" "$(ms "$(<"$d/$way.med")")" "$(ms "$(<"$d/bare.med")")" \
+			"$(ratio "$(<"$d/$way.med")" "$(<"$d/bare.med")")" "-"
+	done
 }
 
 echo "execkit benchmarks: build $B, $ROUNDS rounds (median), work dir $work" >&2

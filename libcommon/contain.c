@@ -12,7 +12,6 @@
 #include <string.h>
 #include <linux/sched.h>   /* struct clone_args, CLONE_INTO_CGROUP */
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,14 +49,6 @@ contain_close(struct contain *c)
 		}
 	}
 	contain_init(c);
-}
-
-int
-contain_subreaper(struct ek_err *e)
-{
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L) < 0)
-		return ek_fail(e, EK_OSERR, "prctl PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
-	return 0;
 }
 
 /* --- where our cgroup is ------------------------------------------------------ */
@@ -153,9 +144,8 @@ own_cgroup(char own[PATH_MAX], struct ek_err *e)
 	return found ? 0 : ek_fail(e, EK_UNAVAILABLE, "this process is in no cgroup v2 hierarchy");
 }
 
-/* The directory of our own cgroup under the cgroup2 mount. */
-static int
-own_cgroup_dir(char *dir, size_t size, struct ek_err *e)
+int
+contain_cgroup_dir(char *dir, size_t size, struct ek_err *e)
 {
 	char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
 	const char *rest;
@@ -216,6 +206,32 @@ give_up(struct contain *c, bool created, struct ek_err *e, const char *what, con
 	return -1;
 }
 
+/* The cgroup a guest of ours left empty, kept for the next
+ * (contain_cgroup_end): its parent's descriptor, its own, its name. */
+static struct contain spare = { .parent_fd = -1, .dir_fd = -1, .v1_parent = { -1, -1 },
+	.v1_procs = { -1, -1 } };
+
+static void
+drop_spare(void)
+{
+	if (spare.dir_fd >= 0)
+		unlinkat(spare.parent_fd, spare.name, AT_REMOVEDIR);
+	contain_close(&spare);
+}
+
+/* Give c the spare cgroup if it has c's name: true, or false. */
+static bool
+take_spare(struct contain *c)
+{
+	if (spare.dir_fd < 0 || strcmp(spare.name, c->name) != 0)
+		return false;
+	c->parent_fd = spare.parent_fd;
+	c->dir_fd = spare.dir_fd;
+	spare.parent_fd = spare.dir_fd = -1;
+	contain_close(&spare);
+	return true;
+}
+
 int
 contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
 {
@@ -223,13 +239,15 @@ contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e)
 	int made;
 
 	contain_init(c);
-	if (own_cgroup_dir(dir, sizeof dir, e) < 0)
+	if (contain_cgroup_dir(dir, sizeof dir, e) < 0)
 		return -1;
 	if (snprintf(c->name, sizeof c->name, "%s%s", CONTAIN_PREFIX, name) >= (int)sizeof c->name ||
 	    snprintf(c->path, sizeof c->path, "%s/%s", dir, c->name) >= (int)sizeof c->path) {
 		contain_init(c);
 		return ek_fail(e, EK_UNAVAILABLE, "cgroup path too long");
 	}
+	if (take_spare(c))
+		return 0;
 	if ((c->parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return give_up(c, false, e, "cannot open our cgroup", dir, errno);
 	sweep_once(&v2_dir, c->parent_fd);
@@ -711,70 +729,23 @@ contain_cgroup_kill(struct contain *c, int64_t wait_ms, struct ek_err *e)
 	return rc;
 }
 
-/* --- the subreaper's sweep ---------------------------------------------------- */
-
-/* The parent of process pid (a /proc entry name), from field 4 of its stat. */
-static pid_t
-parent_of(const char *pid)
-{
-	char path[64], buf[512], *p;
-	int fd, ppid;
-	ssize_t n;
-
-	snprintf(path, sizeof path, "/proc/%s/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* "PID (COMM) STATE PPID ...": COMM may hold anything, ')' too. */
-	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return -1;
-	return (pid_t)ppid;
-}
-
-/* SIGKILL every child of ours; how many there were.  A child stays ours
- * (its pid cannot be reused) until we reap it, so the kill is safe. */
-static int
-kill_children(void)
-{
-	pid_t self = getpid();
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (isdigit((unsigned char)de->d_name[0]) && parent_of(de->d_name) == self) {
-			kill((pid_t)atoi(de->d_name), SIGKILL);
-			n++;
-		}
-	closedir(d);
-	return n;
-}
-
 int
-contain_reap_all(int64_t wait_ms, struct ek_err *e)
+contain_cgroup_end(struct contain *c, bool keep, int64_t wait_ms, struct ek_err *e)
 {
-	struct timespec tick = { 0, 1000000L };
-	int64_t until = mono_ms() + wait_ms;
-	int left;
-	pid_t r;
+	static bool registered;
+	int fd;
 
-	for (;;) {
-		while ((r = waitpid(-1, NULL, WNOHANG | __WALL)) > 0)
-			;
-		if (r < 0 && errno == ECHILD)
-			return 0;
-		/* Killing a child hands its own children to us: the next round. */
-		if ((left = kill_children()) < 0)
-			return ek_fail(e, EK_OSERR, "cannot list processes in /proc: %s", strerror(errno));
-		if (mono_ms() >= until)
-			return ek_fail(e, EK_TEMPFAIL, "%d descendant%s still alive %lld ms after the "
-			    "guest ended", left, left == 1 ? "" : "s", (long long)wait_ms);
-		nanosleep(&tick, NULL);
-	}
+	keep = keep && c->dir_fd >= 0 && spare.dir_fd < 0 && c->v1_parent[0] < 0 && c->v1_parent[1] < 0;
+	if (keep && (fd = openat(c->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC)) >= 0) {
+		keep = populated(fd) == 0;
+		close(fd);
+	} else
+		keep = false;
+	if (!keep || (!registered && atexit(drop_spare) != 0))
+		return contain_cgroup_kill(c, wait_ms, e);
+	registered = true;
+	spare = *c;
+	c->parent_fd = c->dir_fd = -1;
+	contain_close(c);
+	return 0;
 }

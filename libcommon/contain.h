@@ -7,7 +7,8 @@
  *              guest gets a child cgroup of it; when the guest has ended,
  *              cgroup.kill ends everything in it at once (a process that
  *              forks faster than anyone can reap cannot escape it), then
- *              the empty cgroup is removed.
+ *              the empty cgroup is removed, or kept for the caller's next
+ *              guest if it was left empty (contain_cgroup_end).
  *   subreaper  the caller is a child subreaper, so every orphaned
  *              descendant (setsid, a daemon's double fork) becomes its
  *              child; contain_reap_all() kills and reaps its children,
@@ -75,9 +76,14 @@ void contain_init(struct contain *c);
  * children): 0, or -1 (e filled). */
 int contain_subreaper(struct ek_err *e);
 
+/* The directory of the caller's own cgroup v2 (under the cgroup2 mount)
+ * into dir: 0, or -1 (e says why there is none). */
+int contain_cgroup_dir(char *dir, size_t size, struct ek_err *e);
+
 /* Create cgroup CONTAIN_PREFIX + name under the caller's own cgroup v2 and
  * check that it can be killed as a whole: 0 (c holds it), or -1 (c empty, e
- * says why it is not available here). */
+ * says why it is not available here).  The one contain_cgroup_end kept,
+ * if it has that name, is taken instead. */
 int contain_cgroup_create(struct contain *c, const char *name, struct ek_err *e);
 
 /* Start fn(arg) in a new process, born in c's cgroup when c has one: its
@@ -106,6 +112,19 @@ int contain_cgroup_enter(struct contain *c, pid_t pid, struct ek_err *e);
  * remove it: 0 (also when c has no cgroup), or -1 (e filled).  c is empty
  * afterwards either way. */
 int contain_cgroup_kill(struct contain *c, int64_t wait_ms, struct ek_err *e);
+
+/* After a guest: where keep (the guest could not write to its cgroup) and
+ * the guest left it empty, keep c's cgroup for this process's next
+ * contain_cgroup_create of the same name, which takes it instead of
+ * making one (a supervisor's chain: a cgroup's mkdir and rmdir were a
+ * third of what isolating a guest costs, bench/README.md; a cgroup v2 cannot be
+ * renamed); else contain_cgroup_kill.
+ * One that was killed is never kept: on Linux 6.18 a child born with
+ * CLONE_INTO_CGROUP into a cgroup that cgroup.kill was ever written to is
+ * killed at birth.  The kept cgroup is removed at exit().  Its limits
+ * stay as they were: contain_limit writes a guest's (all of them: a
+ * guest's are never 0). */
+int contain_cgroup_end(struct contain *c, bool keep, int64_t wait_ms, struct ek_err *e);
 
 /* SIGKILL every child of the caller and reap it, round after round, until
  * none is left or wait_ms has passed: 0 none left, -1 (e says how many). */

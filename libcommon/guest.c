@@ -192,22 +192,41 @@ warn(struct guest *g, const char *fmt, ...)
 	g->warn.code = EK_OSERR;
 }
 
-/* Before the fork: become a subreaper, and make the guest's cgroup, its
- * limits set (the policy's pids_max and memory_max, else the defaults). */
+/* Whether the guest cannot write to cgroups under ours (freeze one, make
+ * a child of one, change a limit), so that its cgroup may serve the next
+ * guest: Landlock holds its writes to its world, and nothing of that
+ * world lies over or under our cgroup. */
+static bool
+out_of_reach(const struct guest_spec *gs, const struct world *w, const char *our_cgroup)
+{
+	return gs->iso->mode != ISOLATE_NONE && gs->iso->landlock >= 1 && !world_reaches(w, our_cgroup);
+}
+
+/* Before the fork: become a subreaper, and give the guest a cgroup, its
+ * limits set (the policy's pids_max and memory_max, else the defaults).
+ * A guest out of reach of cgroups gets its supervisor's chain cgroup,
+ * execkit-PID-chain, which goes from one such guest to the next while each
+ * leaves it empty (contain_cgroup_end); another gets one of its own, named
+ * for its run. */
 static void
-contain_prepare(const struct guest_spec *gs, struct guest *g)
+contain_prepare(const struct guest_spec *gs, const struct world *w, struct guest *g)
 {
 	json_t *pids = json_object_get(gs->policy, "pids_max"), *mem = json_object_get(gs->policy, "memory_max");
 	struct contain_limits l = { pids ? json_integer_value(pids) : CONTAIN_PIDS_MAX,
 		mem ? json_integer_value(mem) : CONTAIN_MEMORY_MAX, .slot = true };
-	char name[NAME_MAX + 1];
+	char name[NAME_MAX + 1], dir[PATH_MAX];
 	struct ek_err e = { 0 };
 
 	if (contain_subreaper(&e) < 0)
 		warn(g, "%s: descendants that leave the guest's process group may outlive it", e.msg);
-	snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
-	if (contain_cgroup_create(&g->cg, name, &e) < 0)
-		warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+	snprintf(name, sizeof name, "%ld-chain", (long)getpid());
+	g->cg_kept = contain_cgroup_dir(dir, sizeof dir, &e) == 0 && out_of_reach(gs, w, dir) &&
+	    contain_cgroup_create(&g->cg, name, &e) == 0;
+	if (!g->cg_kept) {
+		snprintf(name, sizeof name, "%ld-%s", (long)getpid(), gs->run_id ? gs->run_id : "guest");
+		if (contain_cgroup_create(&g->cg, name, &e) < 0)
+			warn(g, "no cgroup for the guest (%s): its descendants are ended by the subreaper alone", e.msg);
+	}
 	if (contain_limit(&g->cg, name, &l, &e) < 0)
 		warn(g, "its resource limits are not all set: %s", e.msg);
 }
@@ -218,7 +237,7 @@ contain_end(struct guest *g)
 {
 	struct ek_err e = { 0 };
 
-	if (contain_cgroup_kill(&g->cg, CONTAIN_WAIT_MS, &e) < 0)
+	if (contain_cgroup_end(&g->cg, g->cg_kept, CONTAIN_WAIT_MS, &e) < 0)
 		warn(g, "after the guest ended: %s", e.msg);
 	if (contain_reap_all(CONTAIN_WAIT_MS, &e) < 0)
 		warn(g, "after the guest ended: %s", e.msg);
@@ -325,7 +344,7 @@ guest_spawn(const struct guest_spec *gs, struct guest *g, struct ek_err *e)
 	}
 	if (state_check_free(gs->st, gs->out_name, e) < 0 || state_check_free(gs->st, gs->err_name, e) < 0)
 		goto fail;
-	contain_prepare(gs, g);
+	contain_prepare(gs, world, g);
 	if (make_pipes(out, err, fail, e) < 0)
 		goto fail;
 	args = (struct child_args){ gs, world, &g->cg, argv, envp, out[1], err[1], fail[1], &view };

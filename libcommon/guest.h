@@ -23,10 +23,13 @@
  *
  * Containment (contain.h): guest_spawn() makes the caller a child subreaper
  * and, where the caller's cgroup v2 directory is writable, starts the guest
- * in a cgroup of its own, execkit-PID-RUN_ID.  Once the guest has ended,
- * however it ended, guest_wait() ends every process it started, in its
- * process group or not (cgroup.kill, then SIGKILL to every child of the
- * caller until none is left), before it returns.  A containment step that
+ * in a cgroup that holds nothing else: the caller's chain cgroup,
+ * execkit-PID-chain, for a guest Landlock keeps from writing to cgroups
+ * (passed on to the next guest while each leaves it empty), else one of its
+ * own, execkit-PID-RUN_ID.  Once the guest has ended, however it ended,
+ * guest_wait() ends every process it started, in its process group or not
+ * (cgroup.kill, then SIGKILL to every child of the caller until none is
+ * left), before it returns.  A containment step that
  * fails never fails the guest: it falls back to what remains and says so
  * in g->warn.
  */
@@ -75,6 +78,7 @@ struct guest {
 	struct output_quota *quota;
 	size_t kept[2], dropped[2];   /* dropped: past max_output or the quota, or not written */
 	struct contain cg;      /* the guest's cgroup, if it has one */
+	bool cg_kept;           /* ... which the guest cannot write to: kept for the next */
 	struct ek_err warn;     /* code != 0: containment fell back or fell short, and why */
 };
 

@@ -197,6 +197,23 @@ world_no_network(void)
 	return rc;
 }
 
+bool
+world_reaches(const struct world *w, const char *path)
+{
+	const char *const *lists[] = { private_dirs, devices };
+	size_t sizes[] = { sizeof private_dirs / sizeof private_dirs[0], sizeof devices / sizeof devices[0] }, l, i;
+	int j;
+
+	for (l = 0; l < 2; l++)
+		for (i = 0; i < sizes[l]; i++)
+			if (beneath(path, lists[l][i]) || beneath(lists[l][i], path))
+				return true;
+	for (j = 0; j < w->n; j++)
+		if (beneath(path, w->path[j]) || beneath(w->path[j], path))
+			return true;
+	return false;
+}
+
 /* Does w share private directory d (a path of w is d or holds it)? */
 static bool
 shared(const struct world *w, const char *d)

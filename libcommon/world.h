@@ -105,6 +105,11 @@ int world_mkdirs(const char *path);
  * (errno). */
 int world_landlock(const struct world *w, int abi, bool scope_signals);
 
+/* Would world_landlock let w's guest write at path (absolute, resolved) or
+ * beneath it: does a directory or device it may write lie over path or
+ * beneath it? */
+bool world_reaches(const struct world *w, const char *path);
+
 /* The kernel's Landlock ABI, 0 if none. */
 int world_landlock_abi(void);
 

@@ -75,6 +75,24 @@ contained() {
 	[ "$(sql "SELECT outcome FROM receipts WHERE run_id = 'g1'")" = "$want" ]
 }
 
+# landlocked: guests are isolated, their writes held by Landlock (exec-run
+# isolation says so); else WHY says why not.
+landlocked() {
+	local said
+	said=$(exec-run isolation 2>&1)
+	WHY=$said
+	[ "${said%%:*}" != none ] || return 1
+	WHY="no Landlock: $said"
+	[[ "$said" == *"write only to"* ]]
+}
+
+# guest_cgroup RUN: the name a guest's cgroup has: its supervisor's chain
+# cgroup where Landlock keeps guests from writing to cgroups, else one of
+# its own named for its run.
+guest_cgroup() {
+	if landlocked; then echo "execkit-*-chain"; else echo "execkit-*-$1"; fi
+}
+
 # Probe as libcommon/contain.c does: the cgroup2 mount (mountinfo), our own
 # cgroup ("0::" of /proc/self/cgroup), and whether a child cgroup with
 # cgroup.kill can be made there.  Sets CG_MNT and CG_OWN, or CG_WHY.
@@ -137,7 +155,7 @@ cgroup_probe() {
 	run ! kill -0 "$(cat "$PIDFILE")"
 }
 
-@test "where a cgroup can be made, the guest runs in a cgroup of its own, removed after the run" {
+@test "where a cgroup can be made, the guest runs in a cgroup its supervisor made, removed when the supervisor is done" {
 	cgroup_probe || skip "$CG_WHY"
 	ready cg1 /bin/cat '["/proc/self/cgroup"]'
 	run exec-run start --wait
@@ -146,8 +164,82 @@ cgroup_probe() {
 	refute_output --partial "cgroup"
 	cg=$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg1.stdout")
 	echo "guest cgroup: $cg" >&3
-	[[ "$cg" == "${CG_OWN%/}/execkit-"*"-cg1" ]]
+	# shellcheck disable=SC2053
+	[[ "$cg" == ${CG_OWN%/}/$(guest_cgroup cg1) ]]
 	[ ! -e "$CG_MNT$cg" ]
+}
+
+# cg_guest: write the guest of the kept-cgroup tests.  It prints its
+# cgroup's name, inode and cgroup.max.depth, tries to change that and to
+# make a child cgroup (saying "wrote" and "made" if it could), and with the
+# argument "leave" leaves a process behind.
+cg_guest() {
+	cat >"$BATS_TEST_TMPDIR/cg.sh" <<-EOF
+		cg=$CG_MNT\$(sed -n 's/^0:://p' /proc/self/cgroup)
+		echo "\${cg##*/} \$(stat -c %i "\$cg") \$(cat "\$cg/cgroup.max.depth")"
+		echo 3 2>/dev/null >"\$cg/cgroup.max.depth" && echo wrote
+		mkdir "\$cg/child" 2>/dev/null && rmdir "\$cg/child" && echo made
+		if [ "\$1" = leave ]; then setsid $BATS_TEST_TMPDIR/nap 300 </dev/null >/dev/null 2>&1 & fi
+		exit 0
+	EOF
+}
+
+# cg_chain RUN[:leave]... [-- EXEC-RUN-OPTION...]: run them as one chain
+# of one supervisor.
+cg_chain() {
+	local specs=() r arg
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		r=${1%:leave} arg=
+		[ "$r" = "$1" ] || arg=',"leave"'
+		specs+=("$(spec "$r" /bin/sh "[\"$BATS_TEST_TMPDIR/cg.sh\"$arg]")")
+		shift
+	done
+	[ $# = 0 ] || shift
+	start_dispatcher
+	open_session
+	submit_and_accept "${specs[@]}"
+	run exec-run start --chain --slots 1 --wait "$@"
+	echo "$output"
+	assert_success
+}
+
+@test "a chain's guests that cannot write to cgroups share the chain's while each leaves it empty; one left holding a process is killed and removed, and the next guest gets a new one" {
+	cgroup_probe || skip "$CG_WHY"
+	landlocked || skip "$WHY"
+	cg_guest
+	cg_chain k1 k2:leave k3 k4
+	local n1 i1 d1 n2 i2 d2 n3 i3 d3 n4 i4 d4
+	read -r n1 i1 d1 <"$EXEC_STATE_DIR/out/k1.stdout"
+	read -r n2 i2 d2 <"$EXEC_STATE_DIR/out/k2.stdout"
+	read -r n3 i3 d3 <"$EXEC_STATE_DIR/out/k3.stdout"
+	read -r n4 i4 d4 <"$EXEC_STATE_DIR/out/k4.stdout"
+	cat "$EXEC_STATE_DIR"/out/k?.stdout >&3
+	# the supervisor's chain cgroup; Landlock kept the guests from changing it
+	[[ "$n1" == execkit-*-chain ]]
+	[ "$n2 $n3 $n4" = "$n1 $n1 $n1" ]
+	[ "$d1 $d2 $d3 $d4" = "max max max max" ]
+	run ! grep -h -e wrote -e made "$EXEC_STATE_DIR"/out/k?.stdout
+	[ "$i2" = "$i1" ]          # k1 left it empty: kept for k2
+	[ "$i3" != "$i2" ]         # k2 left a process: killed, and not used again
+	[ "$i4" = "$i3" ]
+	# the process k2 left is gone, and the chain's cgroup with the chain
+	run ! pgrep -f "$BATS_TEST_TMPDIR/nap"
+	[ ! -e "$CG_MNT${CG_OWN%/}/$n4" ]
+}
+
+@test "a guest that could write to its cgroup (no Landlock: --isolation none, as root) never hands it to the next guest" {
+	cgroup_probe || skip "$CG_WHY"
+	[ "$EUID" = 0 ] || skip "only root may write a cgroup's files here"
+	cg_guest
+	cg_chain k1 k2 -- --isolation none
+	local n1 i1 d1 n2 i2 d2
+	{ read -r n1 i1 d1; read -r w1; } <"$EXEC_STATE_DIR/out/k1.stdout"
+	read -r n2 i2 d2 <"$EXEC_STATE_DIR/out/k2.stdout"
+	cat "$EXEC_STATE_DIR"/out/k?.stdout >&3
+	[ "$d1 $w1" = "max wrote" ]   # it could, and did
+	[[ "$n1 $n2" == execkit-*-k1\ execkit-*-k2 ]]   # each its own, named for its run
+	[ "$i2" != "$i1" ]
+	[ "$d2" = max ]
 }
 
 @test "the guest is born in its cgroup (clone3 CLONE_INTO_CGROUP): no move through cgroup.procs" {
@@ -166,7 +258,8 @@ cgroup_probe() {
 	for pid in $pids; do
 		run ! grep "write([0-9]*, \"$pid\"" "$BATS_TEST_TMPDIR/trace"
 	done
-	[[ "$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg2.stdout")" == "${CG_OWN%/}/execkit-"*"-cg2" ]]
+	# shellcheck disable=SC2053
+	[[ "$(sed -n 's/^0:://p' "$EXEC_STATE_DIR/out/cg2.stdout")" == ${CG_OWN%/}/$(guest_cgroup cg2) ]]
 }
 
 @test "the guest, the supervisor and the probe share their parent's memory until they exec (clone3 CLONE_VM | CLONE_VFORK); each guest gets its own environment" {
