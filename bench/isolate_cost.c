@@ -43,10 +43,16 @@
 
 enum way { BARE, FRESH, KEPT, SPAWNER, SHARED };
 
+static int parent = -1;       /* CGROUP-DIR */
+static char dir[64];          /* our cgroup in it, once named */
+
+/* Say what failed, and leave no cgroup of ours behind. */
 static void
 die(const char *what)
 {
 	perror(what);
+	if (parent >= 0 && dir[0])
+		unlinkat(parent, dir, AT_REMOVEDIR);
 	exit(1);
 }
 
@@ -162,8 +168,7 @@ main(int argc, char **argv)
 	static const char *const names[] = { "bare", "fresh", "kept", "spawner", "shared" };
 	struct timespec t0, t1;
 	struct rusage self, kids;
-	char dir[4096];
-	int way = -1, n, i, parent, cg = -1;
+	int way = -1, n, i, cg = -1;
 
 	for (i = 0; argc == 4 && i < 5; i++)
 		if (strcmp(argv[1], names[i]) == 0)
