@@ -125,12 +125,19 @@ trap 'exit 130' INT TERM
 # whose cpu.stat counts them all (usage_usec), however they are spawned
 # and reparented.  None where no cgroup can be made: the rows say so.
 cpu_cg=
-cpu_cg_setup() {
+# own_cgroup: our cgroup v2 directory (the cgroup2 mount + our cgroup), or
+# nothing where there is none.
+own_cgroup() {
 	local mnt own
 	mnt=$(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo)
 	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	[ -n "$mnt" ] && [ -n "$own" ] || return 0
-	cpu_cg=$mnt${own%/}/execkit-bench.$$
+	[ -z "$mnt" ] || [ -z "$own" ] || echo "$mnt${own%/}"
+}
+cpu_cg_setup() {
+	local own
+	own=$(own_cgroup)
+	[ -n "$own" ] || return 0
+	cpu_cg=$own/execkit-bench.$$
 	mkdir "$cpu_cg" 2>/dev/null && [ -r "$cpu_cg/cpu.stat" ] || cpu_cg=
 }
 cpu_usec() { [ -n "$cpu_cg" ] && awk '$1 == "usage_usec" { print $2 }' "$cpu_cg/cpu.stat"; }
@@ -1034,7 +1041,7 @@ bench_retention() {
 # spawning it bare, and what a spawner per slot would save: the ways
 # alternate within each round.
 bench_isolation() {
-	local d=$work/isolation r way mnt own cg why='' cpu
+	local d=$work/isolation r way cg why='' cpu
 	local -A label=(
 		[fresh]="isolation: namespaces and a cgroup made per guest (before)"
 		[kept]="isolation: namespaces per guest, the chain's cgroup (exec-run)"
@@ -1042,10 +1049,8 @@ bench_isolation() {
 		[shared]="isolation: a spawner's namespaces, mounts renewed per guest"
 	)
 	mkdir -p "$d"
-	mnt=$(awk '{ for (i = 7; $i != "-"; i++); if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo)
-	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	cg=$mnt${own%/}
-	if [ -z "$mnt" ] || [ -z "$own" ] || [ ! -w "$cg" ]; then
+	cg=$(own_cgroup)
+	if [ -z "$cg" ] || [ ! -w "$cg" ]; then
 		why="no writable cgroup v2 directory of ours"
 	elif ! "$bin/isolate_cost" fresh 1 "$cg" >/dev/null 2>"$d/err"; then
 		why="isolate_cost cannot isolate here: $(head -n 1 "$d/err")"

@@ -75,17 +75,6 @@ contained() {
 	[ "$(sql "SELECT outcome FROM receipts WHERE run_id = 'g1'")" = "$want" ]
 }
 
-# landlocked: guests are isolated, their writes held by Landlock (exec-run
-# isolation says so); else WHY says why not.
-landlocked() {
-	local said
-	said=$(exec-run isolation 2>&1)
-	WHY=$said
-	[ "${said%%:*}" != none ] || return 1
-	WHY="no Landlock: $said"
-	[[ "$said" == *"write only to"* ]]
-}
-
 # guest_cgroup RUN: the name a guest's cgroup has: its supervisor's chain
 # cgroup where Landlock keeps guests from writing to cgroups, else one of
 # its own named for its run.

@@ -21,13 +21,9 @@ teardown() {
 	rm -f "/tmp/$TAG" "/tmp/$TAG.mine" "/var/tmp/$TAG.mine" "/dev/shm/$TAG.mine" "/$TAG.state.db"
 }
 
-# need_world: skip where guests are not isolated (exec-run isolation says
-# none) or Landlock is missing.
+# need_world: skip where guests are not isolated or Landlock is missing.
 need_world() {
-	local said
-	said=$(exec-run isolation 2>&1)
-	[ "${said%%:*}" != none ] || skip "$said"
-	[[ "$said" == *"write only to"* ]] || skip "no Landlock: $said"
+	landlocked || skip "$WHY"
 }
 
 # run_guest ID SCRIPT [EXTRA]: run sh -c SCRIPT as run ID, to its end.

@@ -338,6 +338,18 @@ fault() {
 	admin POST /admin/faults "{\"kind\":\"$1\",\"count\":$2,\"delay_ms\":${3:-0},\"path\":\"${4:-/v1/results}\"}" >/dev/null
 }
 
+
+# landlocked: guests are isolated here, their writes held by Landlock
+# (exec-run isolation says so); else 1, and WHY says why not.
+# shellcheck disable=SC2034 # WHY is the caller's
+landlocked() {
+	local said
+	said=$(exec-run isolation 2>&1)
+	WHY=$said
+	[ "${said%%:*}" != none ] || return 1
+	WHY="no Landlock: $said"
+	[[ "$said" == *"write only to"* ]]
+}
 # A session with one run submitted and accepted: ready RUN [PROGRAM [ARGS [EXTRA]]]
 ready() {
 	start_dispatcher
