@@ -78,7 +78,7 @@ struct opts {
 	const char *port_file, *store, *admin_token_file, *incarnation, *gate;
 	const char *url, *run_id, *txn_id, *cwd;      /* submit's */
 	int64_t due_at, timeout_ms;
-	int64_t port, lease_ms, heartbeat_ms, max_inflight, max_rate, retry_after_s, rate_wait_ms,
+	int64_t port, lease_ms, heartbeat_ms, heartbeat_nice, max_inflight, max_rate, retry_after_s, rate_wait_ms,
 	    slot_wait_ms,
 	    settle_after_ms, abandon_after_ms;
 	int quiet, json;
@@ -173,6 +173,11 @@ static const struct opt options[] = {
 	    "session lease in milliseconds (default 30000)"),
 	SERVE_INT("heartbeat-ms", heartbeat_ms, 1, INT32_MAX, "N",
 	    "heartbeat interval told to executors (default 2000)"),
+	SERVE_INT("heartbeat-nice", heartbeat_nice, -20, 19, "N",
+	    "the nice of a thread serving a heartbeat (default\n"
+	    "-10), where the dispatcher may raise a priority (root,\n"
+	    "CAP_SYS_NICE, RLIMIT_NICE); N at or above its own\n"
+	    "nice raises none"),
 	{ .name = "incarnation", .kind = OPTK_STRING, .meta = "ID", .mark = SERVE,
 	  .off = offsetof(struct opts, incarnation),
 	  .help = "incarnation of a new store (inc- + 16 hex digits)" },
@@ -282,6 +287,7 @@ apply(const struct opts *o)
 	c->incarnation = o->incarnation;
 	c->lease_ms = o->lease_ms;
 	c->heartbeat_ms = o->heartbeat_ms;
+	c->heartbeat_nice = o->heartbeat_nice;
 	c->gate_off = strcmp(o->gate, "off") == 0;
 	c->max_inflight = o->max_inflight;
 	c->max_rate = o->max_rate;
@@ -338,7 +344,7 @@ static int
 parse_args(int argc, char **argv, const char **cmd, const char **copy)
 {
 	struct opts o = { .store = "./exec-dispatcher.db", .gate = "adaptive", .lease_ms = 30000,
-		.heartbeat_ms = 2000, .retry_after_s = 1, .slot_wait_ms = 250, .settle_after_ms = 30000,
+		.heartbeat_ms = 2000, .heartbeat_nice = -10, .retry_after_s = 1, .slot_wait_ms = 250, .settle_after_ms = 30000,
 		.abandon_after_ms = 86400000 };
 	const struct cli_command *c = NULL;
 	int rc;

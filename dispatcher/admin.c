@@ -497,7 +497,8 @@ h_stats(struct req *rq)
 	gate_read(&gs);
 	results_commits(&batches, &results, &largest);
 	return answer(rq, 200, json_pack("{s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I,"
+	    " s:i}",
 	    "in_flight", (json_int_t)st.in_flight, "waiting", (json_int_t)st.waiting,
 	    "requests_by", "heartbeat", (json_int_t)st.by_kind[RK_HEARTBEAT],
 	    "negotiate", (json_int_t)st.by_kind[RK_NEGOTIATE], "feed", (json_int_t)st.by_kind[RK_FEED],
@@ -514,5 +515,5 @@ h_stats(struct req *rq)
 	    "commit_batch_max", (json_int_t)largest,
 	    "gate", dsp.cfg.gate_off ? "off" : "adaptive", "gate_limit", (json_int_t)gs.limit,
 	    "gate_limit_lowest", (json_int_t)gs.lowest, "min_rtt_us", (json_int_t)gs.min_rtt_us,
-	    "sample_rtt_us", (json_int_t)gs.sample_rtt_us));
+	    "sample_rtt_us", (json_int_t)gs.sample_rtt_us, "heartbeat_nice", dsp.beat_nice));
 }

@@ -20,6 +20,8 @@
  * This file is the only one that names the handlers, and calls into every
  * layer below it (HACKING.md draws the order; tests/lint.bats checks it).
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,6 @@
 #include "routes.h"
 
 enum { V1_MAX = 4 * 1024 * 1024, ADMIN_MAX = 64 * 1024 * 1024 };   /* beside RESULT_BODY_MAX */
-enum { BULK_NICE = 10 };   /* the nice of a thread serving results or the feed */
 
 /* The route table: each endpoint (doc/protocol.md's endpoint table, which
  * tests/docs.bats holds to this one), its handler, its kind (for the
@@ -151,22 +152,77 @@ req_classify(struct req *rq, const struct route *r)
 	}
 }
 
-/* A connection's thread (libmicrohttpd gives each its own) that serves a
- * result or the work feed lowers its own CPU priority, once: while a
- * fleet delivers what it kept through an outage the dispatcher's CPU is
- * all results, and a heartbeat, which keeps a session, must not queue for
- * the CPU behind them.  Linux's nice is a thread's own (the calling
- * thread's id); it can only be raised, so it is not given back: the
- * thread ends with its connection. */
-static void
-req_yield_cpu(const struct req *rq)
-{
-	static __thread bool yielded;
+/*
+ * A connection's thread (libmicrohttpd gives each its own) takes the CPU
+ * priority of what it serves.  While a fleet delivers what it kept
+ * through an outage, the CPU is all results and executors' processes, and
+ * a heartbeat, which keeps a session, must not queue for it behind them:
+ * a thread serving a result or the work feed takes BULK_STEPS of nice
+ * below the dispatcher's own, and one serving a heartbeat --heartbeat-nice
+ * (where the dispatcher may raise a priority: prio_probe()).  Linux's nice
+ * is a thread's own (its thread id).  Without the right to raise one, a
+ * thread that took the bulk nice keeps it: it ends with its connection.
+ */
+enum { BULK_STEPS = 10 };
 
-	if (yielded || (rq->kind != RK_RESULT && rq->kind != RK_FEED))
+static int base_nice;        /* the dispatcher's own, at its start */
+static bool may_raise;       /* prio_probe() raised a thread's priority */
+
+static int
+nice_for(enum req_kind kind)
+{
+	if (kind == RK_RESULT || kind == RK_FEED)
+		return base_nice + BULK_STEPS < 19 ? base_nice + BULK_STEPS : 19;
+	if (kind == RK_HEARTBEAT && may_raise)
+		return dsp.beat_nice;
+	return base_nice;
+}
+
+static void
+req_priority(const struct req *rq)
+{
+	static __thread bool known;
+	static __thread int now;
+	int want = nice_for(rq->kind);
+
+	if (!known) {
+		known = true;
+		now = base_nice;
+	}
+	if (want == now || (want < now && !may_raise))
 		return;
-	yielded = true;
-	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BULK_NICE);
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0)
+		now = want;
+}
+
+/* May this dispatcher raise a thread's priority to --heartbeat-nice?  Tried
+ * on the calling thread, then given back; dsp.beat_nice is what heartbeats
+ * get (the dispatcher's own nice if none), and a dispatcher that may not
+ * says so once. */
+static void
+prio_probe(void)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int err;
+
+	errno = 0;
+	base_nice = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		base_nice = 0;
+	dsp.beat_nice = base_nice;
+	if (dsp.cfg.heartbeat_nice >= base_nice)
+		return;
+	if (setpriority(PRIO_PROCESS, tid, (int)dsp.cfg.heartbeat_nice) < 0) {
+		err = errno;
+		fprintf(stderr, "%s: heartbeats keep nice %d: raising a thread to nice %" PRId64
+		    " needs CAP_SYS_NICE or an RLIMIT_NICE of %" PRId64 " (%s); --heartbeat-nice %d"
+		    " asks for none\n", PROG, base_nice, dsp.cfg.heartbeat_nice,
+		    20 - dsp.cfg.heartbeat_nice, strerror(err), base_nice);
+		return;
+	}
+	(void)setpriority(PRIO_PROCESS, tid, base_nice);
+	may_raise = true;
+	dsp.beat_nice = (int)dsp.cfg.heartbeat_nice;
 }
 
 /* Run the request's handler (or answer 404/405); the HTTP status. */
@@ -284,7 +340,7 @@ req_new(struct MHD_Connection *conn, const char *url, const char *method)
 		snprintf(rq->path, sizeof rq->path, "%.*s", 64, url);
 		req_classify(rq, NULL);
 	}
-	req_yield_cpu(rq);
+	req_priority(rq);
 	/* an /admin/ request without the admin token is refused before
 	 * anything else: it takes no fault and reaches no handler */
 	if (rq->kind == RK_ADMIN && (rq->denied = auth_admin(rq)))
@@ -417,5 +473,6 @@ on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 struct MHD_Daemon *
 routes_start(struct ek_err *e)
 {
+	prio_probe();
 	return http_start(on_request, on_completed, e);
 }

@@ -24,6 +24,7 @@ struct config {
 	int64_t slot_wait_ms;            /* past the limit, wait this long for a place */
 	int64_t settle_after_ms;         /* ask about an ended session's runs this long after */
 	int64_t abandon_after_ms;        /* abandon them, unsettled, this long after */
+	int64_t heartbeat_nice;          /* a heartbeat's thread's nice, if it may be raised */
 	const char *port_file, *store, *incarnation;
 	const char *admin_token_file;    /* NULL: STORE.admin-token, made at first start */
 	bool quiet;
@@ -34,6 +35,7 @@ struct config {
 struct dispatcher {
 	struct config cfg;               /* set before the server starts, then read-only */
 	atomic_bool stopping;            /* set once, when a stop signal arrives */
+	int beat_nice;                   /* the nice heartbeats get (routes.c), set at start */
 };
 
 extern struct dispatcher dsp;

@@ -580,6 +580,62 @@ thread_nices() {
 	wait "$FEED_PID" || true
 }
 
+# hung_beat: a heartbeat of $SID held by a hang fault, in the background
+# (its pid in BEAT_PID), until a thread serves it.
+hung_beat() {
+	api POST /admin/faults "{\"kind\":\"hang\",\"delay_ms\":3600000,\"path\":\"/v1/sessions/$SID/heartbeat\"}"
+	[[ $code == 200 ]] || fail "fault: $code $body"
+	printf 'Authorization: Bearer %s\n' "$CRED" >"$BATS_TEST_TMPDIR/beat.auth"
+	curl -sS --noproxy '*' --max-time "$WAIT_S" -o /dev/null -H @"$BATS_TEST_TMPDIR/beat.auth" \
+		-X POST "$DISP_URL/v1/sessions/$SID/heartbeat" 2>/dev/null &
+	BEAT_PID=$!
+	wait_until 'api GET /admin/stats; [[ $(num heartbeat) -ge 1 && $(num in_flight) -ge 2 ]]'
+}
+
+# beats_keep_own_nice: the dispatcher says heartbeats keep nice 0, and
+# while one is served every thread is at 0; then it is stopped.
+beats_keep_own_nice() {
+	api GET /admin/stats
+	[[ $(num heartbeat_nice) == 0 ]] || fail "stats: $body"
+	negotiate
+	hung_beat
+	[ "$(thread_nices | grep -cvx 0)" = 0 ] || fail "nices: $(thread_nices | sort | uniq -c)"
+	stop_dispatcher_ok
+	wait "$BEAT_PID" || true
+}
+
+@test "a thread serving a heartbeat runs at --heartbeat-nice where the dispatcher may raise a priority" {
+	[ "$(id -u)" = 0 ] || skip "raising a priority needs root here"
+	api GET /admin/stats
+	[[ $(num heartbeat_nice) == -10 ]] || fail "stats: $body"
+	negotiate
+	wait_until '[ "$(thread_nices | grep -cvx 0)" = 0 ]'
+	hung_beat
+	wait_until '[ "$(thread_nices | grep -cx -- -10)" = 1 ]'
+	[ "$(thread_nices | grep -cvx -- '0\|-10')" = 0 ] || fail "nices: $(thread_nices | sort | uniq -c)"
+	stop_dispatcher_ok
+	wait "$BEAT_PID" || true
+	# asked for none: every thread at the dispatcher's own
+	mkdir -p "$BATS_TEST_TMPDIR/none"
+	start_dispatcher_in "$BATS_TEST_TMPDIR/none" --quiet --heartbeat-nice 0
+	beats_keep_own_nice
+	run ! grep -q 'heartbeats keep' "$BATS_TEST_TMPDIR/none/disp.log"
+}
+
+@test "a dispatcher that may not raise a priority says so once, and its heartbeats keep its nice" {
+	[ "$(id -u)" = 0 ] || skip "dropping CAP_SYS_NICE needs root (without it, this is every start)"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	stop_dispatcher_ok
+	mkdir -p "$BATS_TEST_TMPDIR/plain"
+	# shellcheck disable=SC2034 # (spawn_dispatcher starts it under DISP_WRAP)
+	DISP_WRAP=(setpriv --bounding-set -sys_nice --inh-caps -sys_nice)
+	start_dispatcher_in "$BATS_TEST_TMPDIR/plain" --quiet
+	unset DISP_WRAP
+	beats_keep_own_nice
+	[ "$(grep -c 'heartbeats keep nice 0: raising a thread to nice -10 needs CAP_SYS_NICE' \
+		"$BATS_TEST_TMPDIR/plain/disp.log")" = 1 ] || fail "log: $(cat "$BATS_TEST_TMPDIR/plain/disp.log")"
+}
+
 @test "faults match a path prefix and DELETE clears them" {
 	api POST /admin/faults '{"kind":"5xx","count":3,"path":"/admin/summary"}'
 	[[ $code == 200 && $(num count) == 3 ]]

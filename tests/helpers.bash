@@ -154,12 +154,12 @@ enroll_executors() {
 # disp.log there, scanned for leaks as the run asked
 # (ASAN_OPTIONS_SCANNED); sets DISP_PID.  0 once it listens, 1 if it died
 # first.  Every start of a test's dispatcher goes through here.
-spawn_dispatcher() {
+spawn_dispatcher() {   # (DISP_WRAP: a command, e.g. setpriv, to start it under)
 	local dir=${DISP_DIR:-$BATS_TEST_TMPDIR}
 	local portfile="$dir/disp.port" port=$1
 	shift
 	rm -f "$portfile"
-	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED exec-dispatcher --port "$port" --port-file "$portfile" \
+	ASAN_OPTIONS=$ASAN_OPTIONS_SCANNED "${DISP_WRAP[@]}" exec-dispatcher --port "$port" --port-file "$portfile" \
 		--store "$dir/disp.db" "$@" >>"$dir/disp.log" 2>&1 3>&- &
 	DISP_PID=$!
 	export DISP_PID
