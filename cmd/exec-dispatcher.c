@@ -78,9 +78,8 @@ struct opts {
 	const char *port_file, *store, *admin_token_file, *incarnation, *gate;
 	const char *url, *run_id, *txn_id, *cwd;      /* submit's */
 	int64_t due_at, timeout_ms;
-	int64_t port, lease_ms, heartbeat_ms, heartbeat_nice, max_inflight, max_rate, retry_after_s, rate_wait_ms,
-	    slot_wait_ms,
-	    settle_after_ms, abandon_after_ms;
+	int64_t port, lease_ms, heartbeat_ms, heartbeat_nice, max_inflight, max_rate, retry_after_s,
+	    rate_wait_ms, slot_wait_ms, settle_after_ms, abandon_after_ms;
 	int quiet, json;
 };
 
@@ -344,8 +343,8 @@ static int
 parse_args(int argc, char **argv, const char **cmd, const char **copy)
 {
 	struct opts o = { .store = "./exec-dispatcher.db", .gate = "adaptive", .lease_ms = 30000,
-		.heartbeat_ms = 2000, .heartbeat_nice = -10, .retry_after_s = 1, .slot_wait_ms = 250, .settle_after_ms = 30000,
-		.abandon_after_ms = 86400000 };
+		.heartbeat_ms = 2000, .heartbeat_nice = -10, .retry_after_s = 1, .slot_wait_ms = 250,
+		.settle_after_ms = 30000, .abandon_after_ms = 86400000 };
 	const struct cli_command *c = NULL;
 	int rc;
 

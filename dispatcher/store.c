@@ -25,7 +25,8 @@
  * does not keep statements prepared (db.keep is off), so db_done()
  * finalizes each one.  db_prep()'s cache has no lock of its own; every use
  * here holds the mutex, so keeping would be safe, but it would change how
- * statements live across requests: left for a change of its own.
+ * statements live across requests: left for a change of its own.  The
+ * second connection keeps its one query prepared (under peek_mu).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,7 +235,9 @@ store_functions(struct db *db, struct ek_err *e)
 
 /* The second connection (store_peek_begin()), once the schema is there:
  * WAL lets it read a snapshot while the first writes and syncs.  It
- * only reads (query_only), so it never takes the write lock. */
+ * only reads (query_only), so it never takes the write lock.  It keeps
+ * its statements prepared: every use holds dsp_store.peek_mu, and
+ * preparing the heartbeat's query was most of a heartbeat's CPU. */
 static int
 store_peek_open(const char *path, struct ek_err *e)
 {
@@ -242,6 +245,7 @@ store_peek_open(const char *path, struct ek_err *e)
 
 	if (db_open(p, path, false, e) < 0)
 		return -1;
+	p->keep = true;
 	if (store_functions(p, e) < 0 || db_exec(p, "PRAGMA query_only=ON", e) < 0) {
 		db_close(p);
 		return -1;
