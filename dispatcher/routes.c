@@ -166,14 +166,20 @@ req_classify(struct req *rq, const struct route *r)
 enum { BULK_STEPS = 10 };
 
 static int base_nice;        /* the dispatcher's own, at its start */
-static bool may_raise;       /* prio_probe() raised a thread's priority */
+
+/* prio_probe() raised a thread's priority (so dsp.beat_nice is below ours) */
+static bool
+may_raise(void)
+{
+	return dsp.beat_nice < base_nice;
+}
 
 static int
 nice_for(enum req_kind kind)
 {
 	if (kind == RK_RESULT || kind == RK_FEED)
 		return base_nice + BULK_STEPS < 19 ? base_nice + BULK_STEPS : 19;
-	if (kind == RK_HEARTBEAT && may_raise)
+	if (kind == RK_HEARTBEAT)
 		return dsp.beat_nice;
 	return base_nice;
 }
@@ -189,7 +195,7 @@ req_priority(const struct req *rq)
 		known = true;
 		now = base_nice;
 	}
-	if (want == now || (want < now && !may_raise))
+	if (want == now || (want < now && !may_raise()))
 		return;
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0)
 		now = want;
@@ -214,14 +220,13 @@ prio_probe(void)
 		return;
 	if (setpriority(PRIO_PROCESS, tid, (int)dsp.cfg.heartbeat_nice) < 0) {
 		err = errno;
-		fprintf(stderr, "%s: heartbeats keep nice %d: raising a thread to nice %" PRId64
-		    " needs CAP_SYS_NICE or an RLIMIT_NICE of %" PRId64 " (%s); --heartbeat-nice %d"
-		    " asks for none\n", PROG, base_nice, dsp.cfg.heartbeat_nice,
-		    20 - dsp.cfg.heartbeat_nice, strerror(err), base_nice);
+		warn("heartbeats keep nice %d: raising a thread to nice %" PRId64 " needs CAP_SYS_NICE"
+		    " or an RLIMIT_NICE of %" PRId64 " (%s); --heartbeat-nice %d asks for none",
+		    base_nice, dsp.cfg.heartbeat_nice, 20 - dsp.cfg.heartbeat_nice, strerror(err),
+		    base_nice);
 		return;
 	}
 	(void)setpriority(PRIO_PROCESS, tid, base_nice);
-	may_raise = true;
 	dsp.beat_nice = (int)dsp.cfg.heartbeat_nice;
 }
 

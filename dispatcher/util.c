@@ -16,17 +16,34 @@ is_run_id(const char *s)
 	return text_is_id(s, 1, RUN_ID_MAX);
 }
 
+static void
+vsay(const char *fmt, va_list ap)
+{
+	char line[1200], safe[sizeof line];
+
+	vsnprintf(line, sizeof line, fmt, ap);
+	/* Paths and details come from any client that can connect (text.h). */
+	fprintf(stderr, "%s: %s\n", PROG, text_safe(safe, sizeof safe, line));
+}
+
 void
 say(const char *fmt, ...)
 {
 	va_list ap;
-	char line[1200], safe[sizeof line];
 
 	if (dsp.cfg.quiet)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
-	/* Paths and details come from any client that can connect (text.h). */
-	fprintf(stderr, "%s: %s\n", PROG, text_safe(safe, sizeof safe, line));
+}
+
+void
+warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
 }

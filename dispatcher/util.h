@@ -46,4 +46,7 @@ bool is_run_id(const char *s);
 /* Print "exec-dispatcher: ..." on stderr unless --quiet. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The same, --quiet or not: what the operator must hear at start. */
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif
